@@ -1,0 +1,3 @@
+"""tuneplane: telemetry for fine-tuning and RL training runs."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,108 @@
+"""The ``tuneplane`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from tuneplane import __version__
+from tuneplane.contract.errors import TuneplaneError
+
+
+def _add_database_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir",
+        help="data directory (default: $TUNEPLANE_DIR, $TRACKIO_DIR or ./tuneplane-data)",
+    )
+    parser.add_argument(
+        "--database-url",
+        help="sqlite:///PATH or postgresql://… (default: SQLite in the data directory)",
+    )
+
+
+def _describe(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return f"SQLite at {parsed.database}"
+    return f"PostgreSQL at {parsed.render_as_string(hide_password=True)}"
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from tuneplane.server.app import create_app
+    from tuneplane.server.settings import Settings
+
+    settings = Settings.from_env(
+        data_dir=args.data_dir, database_url=args.database_url, host=args.host, port=args.port
+    )
+    app = create_app(settings)
+    ingest = "enabled" if settings.ingest_secret else "disabled (set TUNEPLANE_INGEST_SECRET)"
+    print(
+        f"tuneplane {__version__}: http://{settings.host}:{settings.port} "
+        f"on {_describe(settings.database_url)}; ingestion {ingest}",
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=args.log_level,
+        access_log=args.access_log,
+    )
+    return 0
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from tuneplane.server.settings import Settings
+    from tuneplane.store.database import Database
+
+    settings = Settings.from_env(data_dir=args.data_dir, database_url=args.database_url)
+    database = Database(settings.database_url)
+    try:
+        database.migrate()
+    finally:
+        database.close()
+    print(f"database is up to date: {_describe(settings.database_url)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tuneplane", description="Telemetry for fine-tuning and RL training runs."
+    )
+    parser.add_argument("--version", action="version", version=f"tuneplane {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the server")
+    _add_database_options(serve)
+    serve.add_argument("--host", help="listen address (default: $TUNEPLANE_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (default: $TUNEPLANE_PORT or 8000)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    serve.add_argument("--access-log", action="store_true", help="log every request")
+    serve.set_defaults(handler=_serve)
+
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    upgrade = db_commands.add_parser("upgrade", help="apply pending migrations")
+    _add_database_options(upgrade)
+    upgrade.set_defaults(handler=_db_upgrade)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except TuneplaneError as exc:
+        print(f"tuneplane: {exc.message}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

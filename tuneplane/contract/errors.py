@@ -1,0 +1,94 @@
+"""The error tree shared by the store, the server and the SDK.
+
+Every error carries the HTTP status it maps to and a short machine-readable code, so the
+server has one handler and one JSON error shape::
+
+    {"error": {"status": 422, "code": "invalid", "message": "logs[3].metrics.reward: not a
+     finite number", "details": [{"field": "logs[3].metrics.reward", "rule": "..."}]}}
+
+    TuneplaneError
+    ├── MalformedRequest      400  body is not JSON / not an object
+    ├── Unauthorized          401  missing or wrong credential
+    ├── NotFound              404  unknown project, run, metric or route
+    ├── Conflict              409  e.g. a run's config cannot change
+    ├── PayloadTooLarge       413  body over the route's limit
+    ├── InvalidInput          422  one or more rule violations, each naming its field
+    └── Unavailable           503  e.g. ingestion disabled
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken rule: ``field`` is a path such as ``logs[3].metrics.reward``."""
+
+    field: str
+    rule: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.rule}" if self.field else self.rule
+
+
+class TuneplaneError(Exception):
+    status = 500
+    code = "internal"
+
+    def __init__(self, message: str, violations: tuple[Violation, ...] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.violations = violations
+
+    def to_json(self) -> dict[str, object]:
+        body: dict[str, object] = {
+            "status": self.status,
+            "code": self.code,
+            "message": self.message,
+        }
+        if self.violations:
+            body["details"] = [{"field": v.field, "rule": v.rule} for v in self.violations]
+        return {"error": body}
+
+
+class MalformedRequest(TuneplaneError):
+    status = 400
+    code = "malformed"
+
+
+class Unauthorized(TuneplaneError):
+    status = 401
+    code = "unauthorized"
+
+
+class NotFound(TuneplaneError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(TuneplaneError):
+    status = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(TuneplaneError):
+    status = 413
+    code = "too_large"
+
+
+class InvalidInput(TuneplaneError):
+    status = 422
+    code = "invalid"
+
+    def __init__(self, violations: tuple[Violation, ...]) -> None:
+        assert violations, "InvalidInput needs at least one violation"
+        message = str(violations[0])
+        if len(violations) > 1:
+            message += f" (and {len(violations) - 1} more)"
+        super().__init__(message, violations)
+
+
+class Unavailable(TuneplaneError):
+    status = 503
+    code = "unavailable"

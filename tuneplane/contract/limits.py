@@ -1,0 +1,30 @@
+"""Every numeric limit of the wire contracts, written once.
+
+The Arena figures come from the Arena worker-ingestion contract; the server and the SDK read
+them from here, never from a literal of their own.
+"""
+
+from typing import Final
+
+#: Project, run, log and alert identifiers.
+ID_MAX_CHARS: Final = 128
+#: Metric names: printable characters, ``/`` allowed.
+METRIC_NAME_MAX_CHARS: Final = 128
+
+#: ``POST /ingest``: the whole body, refused before it is parsed in full.
+ARENA_BODY_MAX_BYTES: Final = 256 * 1024
+#: ``POST /ingest``: log events and alerts together.
+ARENA_BATCH_MAX_ITEMS: Final = 128
+#: ``POST /ingest``: metrics in one log event.
+ARENA_EVENT_MAX_METRICS: Final = 128
+#: Alert title and text lengths, in characters.
+ALERT_TITLE_MAX_CHARS: Final = 200
+ALERT_TEXT_MAX_CHARS: Final = 4000
+
+#: Reads: the most points one raw page or one downsampled answer may carry.
+POINTS_PAGE_MAX: Final = 10_000
+POINTS_PAGE_DEFAULT: Final = 1_000
+MAX_POINTS_MAX: Final = 10_000
+
+#: Steps are stored as signed 64-bit integers.
+STEP_MAX: Final = 2**63 - 1

@@ -1,0 +1,1 @@
+"""The HTTP server: routes parse, authorize and call the store."""

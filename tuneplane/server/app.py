@@ -1,0 +1,67 @@
+"""The ASGI application: ``create_app(settings)``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+from tuneplane import __version__
+from tuneplane.contract.errors import TuneplaneError
+from tuneplane.server import ingest, reads
+from tuneplane.server.models import ErrorOut
+from tuneplane.server.responses import (
+    JSON,
+    on_http_error,
+    on_tuneplane_error,
+    on_unexpected_error,
+    on_validation_error,
+)
+from tuneplane.server.settings import Settings
+from tuneplane.server.state import AppState
+from tuneplane.store.database import Database
+
+
+def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
+    """Build the app. The database is opened (and migrated) now, so a locked or unreachable
+    database fails here rather than on the first request; the app closes it on shutdown."""
+    if database is None:
+        database = Database(settings.database_url)
+        database.migrate()
+    opened = database
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            opened.close()
+
+    app = FastAPI(
+        title="tuneplane",
+        version=__version__,
+        description="Telemetry for fine-tuning and RL training runs.",
+        lifespan=lifespan,
+        responses={
+            400: {"model": ErrorOut},
+            404: {"model": ErrorOut},
+            422: {"model": ErrorOut},
+        },
+    )
+    app.state.tuneplane = AppState(settings=settings, database=database)
+    app.add_exception_handler(TuneplaneError, on_tuneplane_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(HTTPException, on_http_error)
+    app.add_exception_handler(Exception, on_unexpected_error)
+    app.include_router(ingest.router)
+    app.include_router(reads.router)
+
+    @app.get("/healthz", tags=["meta"])
+    def healthz() -> Response:
+        return JSON({"status": "ok", "version": __version__})
+
+    return app

@@ -1,0 +1,107 @@
+"""Response shapes, declared for ``/openapi.json``.
+
+Routes serialize with orjson directly; these models document what they send.
+All times are UNIX seconds.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class Counts(BaseModel):
+    new: int
+    duplicate: int
+
+
+class IngestResult(BaseModel):
+    logs: Counts
+    alerts: Counts
+    points: int
+    run_created: bool
+
+
+class ProjectOut(BaseModel):
+    project: str
+    created_at: float
+    run_count: int
+    updated_at: float | None
+
+
+class RunOut(BaseModel):
+    project: str
+    run: str
+    config: dict[str, str | int | float] | None
+    created_at: float
+    updated_at: float
+    last_step: int | None
+    point_count: int
+    alert_count: int
+    metric_count: int
+
+
+class MetricOut(BaseModel):
+    metric: str
+    count: int
+    invalid_count: int
+    min: float | None
+    max: float | None
+    last: float | None
+    first_step: int
+    last_step: int
+
+
+class PointOut(BaseModel):
+    step: int
+    value: float
+    log_id: str
+    time: float
+
+
+class PointPage(BaseModel):
+    metric: str
+    points: list[PointOut]
+    next_cursor: str | None
+
+
+class BucketOut(BaseModel):
+    step_min: int
+    step_max: int
+    count: int
+    min: float
+    max: float
+    mean: float
+    last: float
+    time: float
+
+
+class Downsampled(BaseModel):
+    metric: str
+    downsampled: bool
+    total_points: int
+    buckets: list[BucketOut]
+
+
+class AlertOut(BaseModel):
+    alert_id: str
+    title: str
+    text: str | None
+    level: str
+    step: int | None
+    received_at: float
+
+
+class ErrorDetail(BaseModel):
+    field: str
+    rule: str
+
+
+class ErrorBody(BaseModel):
+    status: int
+    code: str
+    message: str
+    details: list[ErrorDetail] | None = None
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody

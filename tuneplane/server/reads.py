@@ -1,0 +1,274 @@
+"""The JSON read API under ``/api/v1``. Every page of the dashboard is a client of it."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import Response, StreamingResponse
+
+from tuneplane.contract.arena import ALERT_LEVELS
+from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.limits import MAX_POINTS_MAX, POINTS_PAGE_DEFAULT, POINTS_PAGE_MAX
+from tuneplane.server.models import (
+    AlertOut,
+    Downsampled,
+    MetricOut,
+    PointPage,
+    ProjectOut,
+    RunOut,
+)
+from tuneplane.server.responses import JSON
+from tuneplane.server.state import app_state
+from tuneplane.store import catalog, points
+from tuneplane.store.catalog import RunRow
+
+router = APIRouter(prefix="/api/v1", tags=["read"])
+
+RUN = "/projects/{project}/runs/{run}"
+
+
+def _run_json(project: str, row: RunRow) -> dict[str, object]:
+    return {
+        "project": project,
+        "run": row.name,
+        "config": row.config,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+        "last_step": row.last_step,
+        "point_count": row.point_count,
+        "alert_count": row.alert_count,
+        "metric_count": row.metric_count,
+    }
+
+
+@router.get("/projects", response_model=list[ProjectOut])
+def list_projects(request: Request) -> Response:
+    with app_state(request).database.connect() as connection:
+        rows = catalog.list_projects(connection)
+    return JSON(
+        [
+            {
+                "project": r.name,
+                "created_at": r.created_at,
+                "run_count": r.run_count,
+                "updated_at": r.updated_at,
+            }
+            for r in rows
+        ]
+    )
+
+
+@router.get("/projects/{project}/runs", response_model=list[RunOut])
+def list_runs(request: Request, project: str) -> Response:
+    with app_state(request).database.connect() as connection:
+        rows = catalog.list_runs(connection, project)
+    return JSON([_run_json(project, row) for row in rows])
+
+
+@router.get(RUN, response_model=RunOut)
+def get_run(request: Request, project: str, run: str) -> Response:
+    with app_state(request).database.connect() as connection:
+        row = catalog.get_run(connection, project, run)
+    return JSON(_run_json(project, row))
+
+
+def _metric_json(summary: points.MetricSummary) -> dict[str, object]:
+    return {
+        "metric": summary.name,
+        "count": summary.count,
+        "invalid_count": summary.invalid_count,
+        "min": summary.min_value,
+        "max": summary.max_value,
+        "last": summary.last_value,
+        "first_step": summary.first_step,
+        "last_step": summary.last_step,
+    }
+
+
+@router.get(RUN + "/metrics", response_model=list[MetricOut])
+def list_metrics(request: Request, project: str, run: str) -> Response:
+    """Every metric of the run with its summary."""
+    with app_state(request).database.connect() as connection:
+        run_row = catalog.get_run(connection, project, run)
+        summaries = points.list_summaries(connection, run_row.id)
+    return JSON([_metric_json(s) for s in summaries])
+
+
+def _parse_cursor(cursor: str | None) -> tuple[int, int] | None:
+    if cursor is None:
+        return None
+    step, _, event = cursor.partition(":")
+    if not (step.isdigit() and event.isdigit()):
+        raise InvalidInput((Violation("cursor", "must be a next_cursor value from a page"),))
+    return int(step), int(event)
+
+
+@router.get(
+    RUN + "/points/{metric:path}",
+    response_model=PointPage | Downsampled,
+    summary="Points of one metric: raw pages, or downsampled in SQL with max_points",
+)
+def read_points(
+    request: Request,
+    project: str,
+    run: str,
+    metric: str,
+    max_points: Annotated[int | None, Query(ge=1, le=MAX_POINTS_MAX)] = None,
+    start: Annotated[int | None, Query(ge=0, description="first step (inclusive)")] = None,
+    end: Annotated[int | None, Query(ge=0, description="last step (inclusive)")] = None,
+    cursor: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=POINTS_PAGE_MAX)] = POINTS_PAGE_DEFAULT,
+) -> Response:
+    """Metric names may contain ``/``: ``…/points/train/loss`` reads ``train/loss``.
+
+    Without ``max_points``: original points in step order, ``limit`` per page; pass the
+    answer's ``next_cursor`` as ``cursor`` for the next page.
+
+    With ``max_points=N``: at most N buckets over equal step ranges, each with its step
+    range, count, min, max, mean and last value, computed inside the database, so spikes
+    stay visible however long the series. A series that fits is returned one point per
+    bucket with ``downsampled: false``.
+    """
+    with app_state(request).database.connect() as connection:
+        run_row = catalog.get_run(connection, project, run)
+        metric_id = catalog.get_metric_id(connection, run_row.id, metric)
+        if max_points is None:
+            page = points.read_page(
+                connection,
+                metric_id,
+                after=_parse_cursor(cursor),
+                start=start,
+                end=end,
+                limit=limit,
+            )
+            next_cursor = f"{page[-1].step}:{page[-1].event_id}" if len(page) == limit else None
+            return JSON(
+                {
+                    "metric": metric,
+                    "points": [
+                        {"step": p.step, "value": p.value, "log_id": p.log_id, "time": p.time}
+                        for p in page
+                    ],
+                    "next_cursor": next_cursor,
+                }
+            )
+        bounds = points.step_bounds(connection, metric_id)
+        assert bounds is not None
+        lo = max(bounds[0], start if start is not None else bounds[0])
+        hi = min(bounds[1], end if end is not None else bounds[1])
+        total = points.count_points(connection, metric_id, lo, hi) if lo <= hi else 0
+        # A series that fits is returned whole: one bucket per point.
+        buckets = (
+            points.read_buckets(connection, metric_id, lo=lo, hi=hi, buckets=max_points)
+            if total > max_points
+            else []
+        )
+        raw = (
+            points.read_page(connection, metric_id, after=None, start=lo, end=hi, limit=total)
+            if 0 < total <= max_points
+            else []
+        )
+    body = [
+        {
+            "step_min": b.step_min,
+            "step_max": b.step_max,
+            "count": b.count,
+            "min": b.min,
+            "max": b.max,
+            "mean": b.mean,
+            "last": b.last,
+            "time": b.time_last,
+        }
+        for b in buckets
+    ] or [
+        {
+            "step_min": p.step,
+            "step_max": p.step,
+            "count": 1,
+            "min": p.value,
+            "max": p.value,
+            "mean": p.value,
+            "last": p.value,
+            "time": p.time,
+        }
+        for p in raw
+    ]
+    return JSON(
+        {"metric": metric, "downsampled": bool(buckets), "total_points": total, "buckets": body}
+    )
+
+
+@router.get(RUN + "/metrics/{metric:path}", response_model=MetricOut)
+def get_metric(request: Request, project: str, run: str, metric: str) -> Response:
+    """One metric's summary (names may contain ``/``)."""
+    with app_state(request).database.connect() as connection:
+        run_row = catalog.get_run(connection, project, run)
+        metric_id = catalog.get_metric_id(connection, run_row.id, metric)
+        summary = points.get_summary(connection, metric_id)
+    return JSON(_metric_json(summary))
+
+
+@router.get(RUN + "/alerts", response_model=list[AlertOut])
+def list_alerts(request: Request, project: str, run: str, level: str | None = None) -> Response:
+    """The run's alerts, newest first; ``level`` keeps one severity."""
+    if level is not None and level not in ALERT_LEVELS:
+        raise InvalidInput((Violation("level", "must be one of info, warn, error"),))
+    with app_state(request).database.connect() as connection:
+        run_row = catalog.get_run(connection, project, run)
+        rows = catalog.list_alerts(connection, run_row.id, level)
+    return JSON(
+        [
+            {
+                "alert_id": r.alert_id,
+                "title": r.title,
+                "text": r.text,
+                "level": r.level,
+                "step": r.step,
+                "received_at": r.received_at,
+            }
+            for r in rows
+        ]
+    )
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds")
+
+
+@router.get(
+    RUN + "/export.csv",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/csv": {}}}},
+)
+def export_csv(request: Request, project: str, run: str) -> Response:
+    """Every original point, streamed: ``step,metric,value,log_id,time`` (time in UTC)."""
+    database = app_state(request).database
+    with database.connect() as connection:
+        run_id = catalog.get_run(connection, project, run).id
+
+    def rows() -> Iterator[str]:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(("step", "metric", "value", "log_id", "time"))
+        with database.connect() as connection:
+            for count, (step, metric, value, log_id, time) in enumerate(
+                points.iter_export_rows(connection, run_id), start=1
+            ):
+                writer.writerow((step, metric, repr(value), log_id, _iso(time)))
+                if count % 2000 == 0:
+                    yield buffer.getvalue()
+                    buffer.seek(0)
+                    buffer.truncate()
+        yield buffer.getvalue()
+
+    filename = f"{project}-{run}.csv"
+    return StreamingResponse(
+        rows(),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )

@@ -1,0 +1,62 @@
+"""JSON responses and the one error shape."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+from tuneplane.contract.errors import TuneplaneError, Violation
+
+log = logging.getLogger("tuneplane.server")
+
+
+class JSON(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+def error_response(error: TuneplaneError) -> JSON:
+    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
+    return JSON(error.to_json(), status_code=error.status, headers=headers)
+
+
+async def on_tuneplane_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, TuneplaneError)
+    return error_response(exc)
+
+
+def _field(location: tuple[Any, ...] | list[Any]) -> str:
+    parts = [str(p) for p in location]
+    return ".".join(parts[1:] if parts and parts[0] in {"query", "path", "body"} else parts)
+
+
+async def on_validation_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    violations = tuple(
+        Violation(_field(item.get("loc", ())), str(item.get("msg", "invalid")))
+        for item in exc.errors()
+    )
+    error = TuneplaneError(str(violations[0]) if violations else "invalid request", violations)
+    error.status, error.code = 422, "invalid"
+    return error_response(error)
+
+
+async def on_http_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    error = TuneplaneError(str(exc.detail))
+    error.status = exc.status_code
+    error.code = "not_found" if exc.status_code == 404 else "http_error"
+    return error_response(error)
+
+
+async def on_unexpected_error(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(TuneplaneError("internal server error"))

@@ -1,0 +1,1 @@
+"""Everything that touches SQL. Routes call these functions; they never build queries."""

@@ -1,0 +1,127 @@
+"""Reads of projects, runs and alerts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from tuneplane.contract.errors import NotFound
+from tuneplane.store.schema import alerts, metrics, projects, runs
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectRow:
+    name: str
+    created_at: float
+    run_count: int
+    updated_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    id: int
+    name: str
+    config: dict[str, Any] | None
+    created_at: float
+    updated_at: float
+    last_step: int | None
+    point_count: int
+    alert_count: int
+    metric_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class AlertRow:
+    alert_id: str
+    title: str
+    text: str | None
+    level: str
+    step: int | None
+    received_at: float
+
+
+def list_projects(connection: Connection) -> list[ProjectRow]:
+    query = (
+        select(
+            projects.c.name,
+            projects.c.created_at,
+            func.count(runs.c.id),
+            func.max(runs.c.updated_at),
+        )
+        .outerjoin(runs, runs.c.project_id == projects.c.id)
+        .group_by(projects.c.id, projects.c.name, projects.c.created_at)
+        .order_by(projects.c.name)
+    )
+    return [ProjectRow(*row) for row in connection.execute(query)]
+
+
+def _project_id(connection: Connection, project: str) -> int:
+    project_id = connection.execute(
+        select(projects.c.id).where(projects.c.name == project)
+    ).scalar_one_or_none()
+    if project_id is None:
+        raise NotFound(f"project {project!r} not found")
+    return int(project_id)
+
+
+def _run_query() -> Any:
+    metric_count = (
+        select(func.count()).where(metrics.c.run_id == runs.c.id).correlate(runs).scalar_subquery()
+    )
+    return select(
+        runs.c.id,
+        runs.c.name,
+        runs.c.config,
+        runs.c.created_at,
+        runs.c.updated_at,
+        runs.c.last_step,
+        runs.c.point_count,
+        runs.c.alert_count,
+        metric_count,
+    )
+
+
+def list_runs(connection: Connection, project: str) -> list[RunRow]:
+    project_id = _project_id(connection, project)
+    query = _run_query().where(runs.c.project_id == project_id).order_by(runs.c.created_at)
+    return [RunRow(*row) for row in connection.execute(query)]
+
+
+def get_run(connection: Connection, project: str, run: str) -> RunRow:
+    project_id = _project_id(connection, project)
+    row = connection.execute(
+        _run_query().where(runs.c.project_id == project_id, runs.c.name == run)
+    ).one_or_none()
+    if row is None:
+        raise NotFound(f"run {run!r} not found in project {project!r}")
+    return RunRow(*row)
+
+
+def get_metric_id(connection: Connection, run_id: int, metric: str) -> int:
+    metric_id = connection.execute(
+        select(metrics.c.id).where(metrics.c.run_id == run_id, metrics.c.name == metric)
+    ).scalar_one_or_none()
+    if metric_id is None:
+        raise NotFound(f"metric {metric!r} not found in this run")
+    return int(metric_id)
+
+
+def list_alerts(connection: Connection, run_id: int, level: str | None = None) -> list[AlertRow]:
+    """A run's alerts, newest first."""
+    query = (
+        select(
+            alerts.c.alert_id,
+            alerts.c.title,
+            alerts.c.text,
+            alerts.c.level,
+            alerts.c.step,
+            alerts.c.received_at,
+        )
+        .where(alerts.c.run_id == run_id)
+        .order_by(alerts.c.id.desc())
+    )
+    if level is not None:
+        query = query.where(alerts.c.level == level)
+    return [AlertRow(*row) for row in connection.execute(query)]

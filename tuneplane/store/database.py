@@ -1,0 +1,168 @@
+"""Opening a database: engine setup for both engines, the SQLite single-writer rule,
+the data-directory lock and migrations.
+
+SQLite has one writer: every write runs on one dedicated thread, so concurrent requests queue
+inside the server instead of meeting "database is locked". PostgreSQL takes writes from any
+thread and any number of server processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+
+from tuneplane.contract.errors import TuneplaneError
+
+T = TypeVar("T")
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+# Any constant works; it only has to be the same in every tuneplane process.
+_PG_MIGRATION_LOCK = 0x7475_6E65
+
+
+class DatabaseUnavailable(TuneplaneError):
+    """The database cannot be opened (already in use, unreachable, missing driver)."""
+
+
+def sqlite_url(data_dir: Path) -> str:
+    return f"sqlite:///{data_dir / 'tuneplane.db'}"
+
+
+def _set_sqlite_pragmas(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+    # All pragmas in one place. WAL lets readers run beside the one writer; NORMAL
+    # synchronous is durable across process crashes in WAL mode (not power loss).
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA cache_size=-65536")
+    cursor.execute("PRAGMA temp_store=MEMORY")
+    cursor.close()
+
+
+class _DirectoryLock:
+    """An exclusive lock on a SQLite database, held for the life of the server."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = path.open("a+")
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.seek(0)
+            holder = self._file.read().strip() or "unknown"
+            self._file.close()
+            raise DatabaseUnavailable(
+                f"{path.parent} is already used by another tuneplane server (pid {holder}). "
+                "SQLite allows one server per data directory: stop the other one, choose "
+                "another --data-dir, or use PostgreSQL to run several servers."
+            ) from None
+        self._file.seek(0)
+        self._file.truncate()
+        self._file.write(str(os.getpid()))
+        self._file.flush()
+
+    def release(self) -> None:
+        fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+        self._file.close()
+
+
+class Database:
+    """An engine plus the rule for running writes on it.
+
+    ``await db.write(fn, *args)`` runs ``fn(connection, *args)`` inside one transaction: all
+    of it is committed or none of it. Reads use ``db.engine.connect()`` from any thread.
+    """
+
+    def __init__(self, url: str, *, lock: bool = True) -> None:
+        parsed = make_url(url)
+        self.url = url
+        self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        self._lock: _DirectoryLock | None = None
+        if self.is_sqlite:
+            self.engine = self._open_sqlite(parsed.database or "", lock=lock)
+            self._writer: ThreadPoolExecutor | None = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="tuneplane-sqlite-writer"
+            )
+        elif parsed.get_backend_name() == "postgresql":
+            self.engine = self._open_postgres(url)
+            self._writer = None
+        else:
+            raise DatabaseUnavailable(
+                f"unsupported database URL {parsed.render_as_string(hide_password=True)}: "
+                "use sqlite:///PATH or postgresql://…"
+            )
+
+    def _open_sqlite(self, database: str, *, lock: bool) -> Engine:
+        if not database or database == ":memory:":
+            raise DatabaseUnavailable("SQLite needs a file: sqlite:///PATH/tuneplane.db")
+        path = Path(database)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if lock:
+            self._lock = _DirectoryLock(path.with_name(path.name + ".lock"))
+        engine = create_engine(
+            f"sqlite:///{path}",
+            connect_args={"check_same_thread": False},
+            pool_size=8,
+            max_overflow=16,
+        )
+        event.listen(engine, "connect", _set_sqlite_pragmas)
+        return engine
+
+    @staticmethod
+    def _open_postgres(url: str) -> Engine:
+        parsed = make_url(url)
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise DatabaseUnavailable(
+                "PostgreSQL support is not installed: pip install 'tuneplane[postgres]'"
+            ) from None
+        return create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest migration (safe with concurrent servers)."""
+        config = AlembicConfig()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        with self.engine.begin() as connection:
+            if not self.is_sqlite:
+                connection.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
+                )
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    def run_write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(connection, *args)`` in one transaction on the calling thread."""
+        with self.engine.begin() as connection:
+            return fn(connection, *args)
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a write transaction without blocking the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer, self.run_write, fn, *args)
+
+    def connect(self) -> Connection:
+        return self.engine.connect()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+        self.engine.dispose()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
