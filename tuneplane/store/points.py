@@ -274,8 +274,8 @@ def iter_export_rows(
         .order_by(metrics.c.name, points.c.step, points.c.event_id)
     )
     result = connection.execution_options(yield_per=batch_size).execute(query)
-    for row in result:
-        yield row.tuple()
+    for step, name, value, log_id, time in result:
+        yield step, name, value, log_id, time
 
 
 __all__ = [

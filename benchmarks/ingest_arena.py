@@ -1,0 +1,614 @@
+"""Arena ingest throughput: ``POST /ingest`` against a real ``tuneplane serve`` process.
+
+What it measures, for each engine (SQLite, PostgreSQL) and each scenario:
+
+* ``small``: batches of 1 log event with 4 metrics (``reward``, ``loss``,
+  ``arena/step_seconds``, ``train/kl``): requests/s is the figure of merit.
+* ``full``: the largest batches the contract allows, 128 events x 128 metrics (16,384 points,
+  kept under the 256 KiB body limit): points/s is the figure of merit.
+
+Every scenario is sent by ``--workers`` concurrent clients (32 by default), each on its own
+keep-alive HTTP/1.1 connection and its own run (``<scenario>-w00`` … in project ``bench``),
+so a run's steps arrive in order and its ``log_id`` values (``e<step>``) are unique. Request
+bodies are built before the clock starts and the client is a lean asyncio loop writing raw
+HTTP, so it takes as little CPU as possible from the server on a small machine. Any non-200
+answer or connection error counts as an error.
+
+After the load, every point is checked as stored: each run's ``point_count`` from
+``GET /api/v1/projects/bench/runs``, and for two runs per scenario the per-metric summary
+counts (``GET …/metrics``) and the line count of ``GET …/export.csv``.
+
+Each engine gets a fresh store: a temporary data directory for SQLite, a scratch database
+``tuneplane_bench_<random>`` created through ``--pg-url`` (and dropped afterwards) for
+PostgreSQL.
+
+Run it from the repository root (``pip install -e '.[test]'`` first)::
+
+    python benchmarks/ingest_arena.py                      # both engines, default sizes
+    python benchmarks/ingest_arena.py --engine sqlite --small-requests 5000 --full-requests 50
+    python benchmarks/ingest_arena.py --json results.json  # also write the results as JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import random
+import secrets
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+PROJECT: Final = "bench"
+BODY_LIMIT: Final = 256 * 1024  # the contract's ARENA_BODY_MAX_BYTES
+SMALL_METRICS: Final = ("reward", "loss", "arena/step_seconds", "train/kl")
+FULL_EVENTS: Final = 128
+FULL_METRICS: Final = tuple(f"m{i:03d}" for i in range(128))
+REQUEST_TIMEOUT_S: Final = 120.0
+STARTUP_TIMEOUT_S: Final = 60.0
+ERRORS_SHOWN: Final = 5
+DEFAULT_PG_URL: Final = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+# --------------------------------------------------------------------------- workload
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    requests: int
+    events_per_request: int
+    metrics_per_event: int
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """Every request of one scenario, pre-encoded, split across the workers."""
+
+    scenario: Scenario
+    runs: list[str]
+    #: per worker: the full HTTP requests (head and body) it sends, in order
+    requests: list[list[bytes]]
+    #: per run: the points its requests carry
+    points_per_run: dict[str, int]
+    max_body_bytes: int
+
+    @property
+    def points(self) -> int:
+        return sum(self.points_per_run.values())
+
+
+def _small_event(run: str, step: int, rng: random.Random) -> dict[str, Any]:
+    return {
+        "project": PROJECT,
+        "run": run,
+        "step": step,
+        "log_id": f"e{step}",
+        "metrics": {
+            "reward": round(rng.random(), 4),
+            "loss": round(2.0 / (1 + step), 6),
+            "arena/step_seconds": round(rng.uniform(0.5, 3.0), 3),
+            "train/kl": round(rng.random() / 100, 6),
+        },
+    }
+
+
+def _full_event(run: str, step: int, rng: random.Random) -> dict[str, Any]:
+    # Four decimals keep a value at six characters, so 128 x 128 points fit in 256 KiB.
+    return {
+        "project": PROJECT,
+        "run": run,
+        "step": step,
+        "log_id": f"e{step}",
+        "metrics": {name: round(rng.random(), 4) for name in FULL_METRICS},
+    }
+
+
+def build_workload(scenario: Scenario, workers: int, host: str, secret: str) -> Workload:
+    rng = random.Random(f"{scenario.name}-{scenario.requests}-{workers}")
+    workers = min(workers, scenario.requests)
+    runs = [f"{scenario.name}-w{w:02d}" for w in range(workers)]
+    head = (
+        f"POST /ingest HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {secret}\r\n"
+        "Content-Type: application/json\r\nContent-Length: "
+    ).encode()
+    per_worker: list[list[bytes]] = [[] for _ in range(workers)]
+    points_per_run = dict.fromkeys(runs, 0)
+    steps = [0] * workers
+    max_body = 0
+    for index in range(scenario.requests):
+        worker = index % workers
+        run = runs[worker]
+        if scenario.name == "small":
+            logs = [_small_event(run, steps[worker], rng)]
+        else:
+            logs = [_full_event(run, steps[worker] + e, rng) for e in range(FULL_EVENTS)]
+        steps[worker] += len(logs)
+        body = orjson.dumps({"logs": logs})
+        if len(body) > BODY_LIMIT:
+            raise SystemExit(f"{scenario.name}: a body of {len(body)} bytes exceeds 256 KiB")
+        max_body = max(max_body, len(body))
+        per_worker[worker].append(head + str(len(body)).encode() + b"\r\n\r\n" + body)
+        points_per_run[run] += sum(len(log["metrics"]) for log in logs)
+    return Workload(scenario, runs, per_worker, points_per_run, max_body)
+
+
+# --------------------------------------------------------------------------- client
+
+
+@dataclass(slots=True)
+class LoadResult:
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+    error_samples: list[str] = field(default_factory=list)
+    points_accepted: int = 0
+
+    def error(self, message: str) -> None:
+        self.errors += 1
+        if len(self.error_samples) < ERRORS_SHOWN:
+            self.error_samples.append(message)
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
+    """Status, body and whether the server keeps the connection open."""
+    status_line = await reader.readline()
+    if not status_line:
+        raise ConnectionError("server closed the connection")
+    status = int(status_line.split(b" ", 2)[1])
+    length = 0
+    keep_alive = True
+    while True:
+        line = await reader.readline()
+        if line in (b"\r\n", b"\n", b""):
+            break
+        name, _, value = line.partition(b":")
+        name = name.strip().lower()
+        if name == b"content-length":
+            length = int(value)
+        elif name == b"connection" and value.strip().lower() == b"close":
+            keep_alive = False
+        elif name == b"transfer-encoding":
+            raise ValueError("chunked responses are not expected from POST /ingest")
+    body = await reader.readexactly(length) if length else b""
+    return status, body, keep_alive
+
+
+async def _worker(
+    host: str,
+    port: int,
+    requests: list[bytes],
+    start: asyncio.Event,
+    ready: list[None],
+    result: LoadResult,
+) -> None:
+    connection: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+    connection = await asyncio.open_connection(host, port)
+    ready.append(None)
+    await start.wait()
+    clock = time.perf_counter
+    for request in requests:
+        began = clock()
+        try:
+            async with asyncio.timeout(REQUEST_TIMEOUT_S):
+                if connection is None:
+                    connection = await asyncio.open_connection(host, port)
+                reader, writer = connection
+                writer.write(request)
+                status, body, keep_alive = await _read_response(reader)
+        except (OSError, EOFError, ValueError, IndexError, TimeoutError) as exc:
+            result.error(f"connection error: {exc!r}")
+            if connection is not None:
+                connection[1].close()
+            connection = None
+            continue
+        result.latencies.append(clock() - began)
+        if status != 200:
+            result.error(f"HTTP {status}: {body[:300].decode(errors='replace')}")
+        else:
+            result.points_accepted += orjson.loads(body)["points"]
+        if not keep_alive:
+            connection[1].close()
+            connection = None
+    if connection is not None:
+        connection[1].close()
+        with contextlib.suppress(OSError):
+            await connection[1].wait_closed()
+
+
+async def _load(host: str, port: int, workload: Workload) -> tuple[LoadResult, float, float]:
+    """Send every request; returns the result, wall seconds and client CPU seconds."""
+    result = LoadResult()
+    start = asyncio.Event()
+    ready: list[None] = []
+    tasks = [
+        asyncio.create_task(_worker(host, port, requests, start, ready, result))
+        for requests in workload.requests
+    ]
+    while len(ready) < len(tasks):
+        await asyncio.sleep(0.01)
+        for task in tasks:
+            if task.done() and task.exception() is not None:
+                raise RuntimeError("a worker could not connect") from task.exception()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    start.set()
+    await asyncio.gather(*tasks)
+    return result, time.perf_counter() - wall0, time.process_time() - cpu0
+
+
+def run_load(host: str, port: int, workload: Workload) -> tuple[LoadResult, float, float]:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(_load(host, port, workload))
+    return uvloop.run(_load(host, port, workload))
+
+
+# --------------------------------------------------------------------------- server
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def http_get(url: str, timeout: float = 600.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of a process and its reaped children, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    """A ``tuneplane serve`` process on a free port, its output in a log file."""
+
+    def __init__(self, store_args: list[str], log_path: Path, secret: str) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self.secret = secret
+        env = {**os.environ, "TUNEPLANE_INGEST_SECRET": secret}
+        env.pop("TUNEPLANE_DATABASE_URL", None)
+        env.pop("TUNEPLANE_DIR", None)
+        command = [
+            sys.executable,
+            "-m",
+            "tuneplane.cli",
+            "serve",
+            *store_args,
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+        ]
+        self._log = log_path.open("wb")
+        self.process = subprocess.Popen(command, env=env, stdout=self._log, stderr=self._log)
+        self._wait_healthy()
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"server exited at startup:\n{self.log_text()}")
+            with contextlib.suppress(OSError):
+                if http_get(f"{self.base}/healthz", timeout=2)[0] == 200:
+                    return
+            time.sleep(0.1)
+        self.stop()
+        raise SystemExit(f"server did not answer /healthz in {STARTUP_TIMEOUT_S:.0f}s")
+
+    def get_json(self, path: str) -> Any:
+        status, body = http_get(self.base + path)
+        if status != 200:
+            raise RuntimeError(f"GET {path}: HTTP {status}: {body[:300]!r}")
+        return orjson.loads(body)
+
+    def cpu_seconds(self) -> float:
+        return process_cpu_seconds(self.process.pid)
+
+    def log_text(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+
+@contextlib.contextmanager
+def sqlite_store(workdir: Path) -> Iterator[list[str]]:
+    yield ["--data-dir", str(workdir / "sqlite-data")]
+
+
+@contextlib.contextmanager
+def postgres_store(admin_url: str) -> Iterator[list[str]]:
+    import psycopg
+    from psycopg import sql
+    from sqlalchemy.engine import make_url
+
+    name = f"tuneplane_bench_{secrets.token_hex(4)}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield ["--database-url", url]
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+# --------------------------------------------------------------------------- verification
+
+
+def verify(server: Server, workload: Workload, accepted: int) -> list[str]:
+    """Mismatches between what was sent and what the server stored (empty: all stored)."""
+    problems: list[str] = []
+    if accepted != workload.points:
+        problems.append(f"responses accepted {accepted} points of {workload.points} sent")
+    stored = {
+        run["run"]: run["point_count"]
+        for run in server.get_json(f"/api/v1/projects/{PROJECT}/runs")
+    }
+    for run, sent in workload.points_per_run.items():
+        if stored.get(run) != sent:
+            problems.append(f"run {run}: point_count {stored.get(run)}, sent {sent}")
+    for run in sorted({workload.runs[0], workload.runs[-1]}):
+        sent = workload.points_per_run[run]
+        path = f"/api/v1/projects/{PROJECT}/runs/{run}"
+        summary_total = sum(m["count"] for m in server.get_json(f"{path}/metrics"))
+        if summary_total != sent:
+            problems.append(f"run {run}: metric summaries count {summary_total}, sent {sent}")
+        status, body = http_get(server.base + f"{path}/export.csv")
+        lines = body.count(b"\n") - 1 if status == 200 else -1  # less the header line
+        if lines != sent:
+            problems.append(
+                f"run {run}: export.csv has {lines} points (HTTP {status}), sent {sent}"
+            )
+    return problems
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    engine: str
+    scenario: str
+    workers: int
+    requests: int
+    events_per_request: int
+    metrics_per_event: int
+    max_body_bytes: int
+    errors: int
+    elapsed_s: float
+    requests_per_s: float
+    points_accepted: int
+    points_per_s: float
+    p50_ms: float
+    p99_ms: float
+    server_cpu_percent: float
+    client_cpu_percent: float
+    verified: bool
+    problems: list[str]
+    error_samples: list[str]
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    rank = max(0, min(len(sorted_values) - 1, round(fraction * len(sorted_values)) - 1))
+    return sorted_values[rank]
+
+
+def run_scenario(engine: str, server: Server, scenario: Scenario, workers: int) -> Row:
+    host = "127.0.0.1"
+    workload = build_workload(scenario, workers, f"{host}:{server.port}", server.secret)
+    workers = len(workload.requests)
+    print(
+        f"  {scenario.name}: {scenario.requests} requests of {scenario.events_per_request} "
+        f"event(s) x {scenario.metrics_per_event} metrics (largest body "
+        f"{workload.max_body_bytes:,} bytes) from {workers} workers …",
+        flush=True,
+    )
+    cpu_before = server.cpu_seconds()
+    result, elapsed, client_cpu = run_load(host, server.port, workload)
+    server_cpu = server.cpu_seconds() - cpu_before
+    try:
+        problems = verify(server, workload, result.points_accepted)
+    except (OSError, RuntimeError) as exc:
+        problems = [f"verification failed: {exc}"]
+    latencies = sorted(result.latencies)
+    row = Row(
+        engine=engine,
+        scenario=scenario.name,
+        workers=workers,
+        requests=scenario.requests,
+        events_per_request=scenario.events_per_request,
+        metrics_per_event=scenario.metrics_per_event,
+        max_body_bytes=workload.max_body_bytes,
+        errors=result.errors,
+        elapsed_s=elapsed,
+        requests_per_s=scenario.requests / elapsed,
+        points_accepted=result.points_accepted,
+        points_per_s=result.points_accepted / elapsed,
+        p50_ms=percentile(latencies, 0.50) * 1000,
+        p99_ms=percentile(latencies, 0.99) * 1000,
+        server_cpu_percent=100 * server_cpu / elapsed,
+        client_cpu_percent=100 * client_cpu / elapsed,
+        verified=not problems,
+        problems=problems,
+        error_samples=result.error_samples,
+    )
+    print(
+        f"    {row.requests_per_s:,.0f} requests/s, {row.points_per_s:,.0f} points/s, "
+        f"p50 {row.p50_ms:.1f} ms, p99 {row.p99_ms:.1f} ms, {row.errors} errors, "
+        f"{'verified' if row.verified else 'NOT verified'}",
+        flush=True,
+    )
+    for sample in row.error_samples:
+        print(f"    error: {sample}", flush=True)
+    for problem in row.problems:
+        print(f"    mismatch: {problem}", flush=True)
+    return row
+
+
+def machine() -> dict[str, str]:
+    cpu = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu": cpu,
+        "cores": str(os.cpu_count()),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+    }
+
+
+def postgres_version(admin_url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(admin_url) as connection:
+        row = connection.execute("SHOW server_version").fetchone()
+    return str(row[0]) if row else "unknown"
+
+
+def markdown_table(rows: list[Row]) -> str:
+    lines = [
+        "| engine | scenario | requests | errors | elapsed s | requests/s | points/s "
+        "| p50 ms | p99 ms | server CPU | client CPU | stored |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+    ]
+    for r in rows:
+        shape = f"{r.events_per_request}x{r.metrics_per_event}"
+        lines.append(
+            f"| {r.engine} | {r.scenario} ({shape}) | {r.requests:,} | {r.errors} "
+            f"| {r.elapsed_s:.1f} | {r.requests_per_s:,.0f} | {r.points_per_s:,.0f} "
+            f"| {r.p50_ms:.1f} | {r.p99_ms:.1f} | {r.server_cpu_percent:.0f}% "
+            f"| {r.client_cpu_percent:.0f}% | {'verified' if r.verified else 'MISMATCH'} |"
+        )
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--engine", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--scenario", choices=["small", "full", "both"], default="both")
+    parser.add_argument("--small-requests", type=int, default=30_000, metavar="N")
+    parser.add_argument("--full-requests", type=int, default=300, metavar="N")
+    parser.add_argument("--workers", type=int, default=32)
+    parser.add_argument(
+        "--pg-url",
+        default=DEFAULT_PG_URL,
+        help="admin URL used to create and drop the scratch database (default: %(default)s)",
+    )
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write results as JSON")
+    parser.add_argument(
+        "--keep-logs", action="store_true", help="print the server's log even when it is clean"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    engines = ["sqlite", "postgresql"] if args.engine == "both" else [args.engine]
+    scenarios = [
+        Scenario("small", args.small_requests, 1, len(SMALL_METRICS)),
+        Scenario("full", args.full_requests, FULL_EVENTS, len(FULL_METRICS)),
+    ]
+    scenarios = [s for s in scenarios if args.scenario in ("both", s.name) and s.requests > 0]
+    info = machine()
+    if "postgresql" in engines:
+        info["postgresql"] = postgres_version(args.pg_url)
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    print("machine: " + ", ".join(f"{k} {v}" for k, v in info.items()), flush=True)
+
+    rows: list[Row] = []
+    server_logs: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="tuneplane-bench-") as tmp:
+        workdir = Path(tmp)
+        for engine in engines:
+            store = sqlite_store(workdir) if engine == "sqlite" else postgres_store(args.pg_url)
+            with store as store_args:
+                secret = secrets.token_urlsafe(24)
+                print(f"{engine}: starting tuneplane serve {' '.join(store_args)}", flush=True)
+                server = Server(store_args, workdir / f"{engine}.log", secret)
+                print(f"  server pid {server.process.pid} on port {server.port}", flush=True)
+                try:
+                    for scenario in scenarios:
+                        rows.append(run_scenario(engine, server, scenario, args.workers))
+                finally:
+                    server.stop()
+                    server_logs[engine] = server.log_text()
+
+    print()
+    print(markdown_table(rows))
+    print()
+    for engine, log in server_logs.items():
+        lines = [line for line in log.splitlines() if line.strip()]
+        notable = [line for line in lines if args.keep_logs or not _routine(line)]
+        if notable:
+            print(f"{engine} server log ({len(lines)} lines):")
+            for line in notable[:40]:
+                print(f"  {line}")
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps(
+                {"started": started, "machine": info, "results": [asdict(r) for r in rows]},
+                indent=2,
+            )
+            + "\n"
+        )
+        print(f"results written to {args.json}")
+    ok = all(r.errors == 0 and r.verified for r in rows)
+    return 0 if ok else 1
+
+
+def _routine(line: str) -> bool:
+    """Startup and shutdown lines that say nothing about the run."""
+    return line.startswith("tuneplane ") and " on " in line
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Shared fixtures: every storage and API test runs on a real SQLite file and a real
+PostgreSQL database. PostgreSQL is required: when it cannot be reached the tests fail."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from tuneplane.server.app import create_app
+from tuneplane.server.settings import Secret, Settings
+from tuneplane.store.database import Database
+from tuneplane.store.schema import metadata
+
+PG_URL = os.environ.get("TUNEPLANE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+INGEST_SECRET = "test-ingest-secret"
+
+
+@pytest.fixture(scope="session")
+def pg_database_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, dropped at the end."""
+    admin_url = make_url(PG_URL).set(drivername="postgresql+psycopg")
+    name = f"tuneplane_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # pragma: no cover - the environment is broken
+        pytest.fail(f"PostgreSQL is required for the test suite ({PG_URL}): {exc}")
+    url = admin_url.set(database=name).render_as_string(hide_password=False)
+    database = Database(url)
+    database.migrate()
+    database.close()
+    yield url
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def _truncate_postgres(url: str) -> None:
+    engine = create_engine(url)
+    tables = ", ".join(table.name for table in metadata.sorted_tables)
+    with engine.begin() as connection:
+        connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A clean, migrated database on each engine."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'data' / 'tuneplane.db'}"
+    url: str = request.getfixturevalue("pg_database_url")
+    _truncate_postgres(url)
+    return url
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        database_url=database_url,
+        ingest_secret=Secret(INGEST_SECRET),
+    )
+
+
+@pytest.fixture
+def database(settings: Settings) -> Iterator[Database]:
+    db = Database(settings.database_url)
+    db.migrate()
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    """The real app, in-process, with the ingest secret set."""
+    with TestClient(create_app(settings), raise_server_exceptions=False) as test_client:
+        test_client.headers["Authorization"] = f"Bearer {INGEST_SECRET}"
+        yield test_client

@@ -1,0 +1,67 @@
+"""Start real ``tuneplane serve`` processes for tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def serve_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "tuneplane.cli", "serve", *args]
+
+
+@contextmanager
+def running_server(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[str]:
+    """A real server process; yields its base URL and stops it afterwards."""
+    port = free_port()
+    process = subprocess.Popen(
+        serve_command("--port", str(port), *args),
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                output = process.stdout.read() if process.stdout else ""
+                raise AssertionError(f"server exited with {process.returncode}:\n{output}")
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("server did not start within 30 s")
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout:
+            process.stdout.close()
