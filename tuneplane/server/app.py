@@ -23,6 +23,7 @@ from tuneplane.server.responses import (
 )
 from tuneplane.server.settings import Settings
 from tuneplane.server.state import AppState
+from tuneplane.store.arena import ArenaIngest
 from tuneplane.store.database import Database
 
 
@@ -52,7 +53,9 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
             422: {"model": ErrorOut},
         },
     )
-    app.state.tuneplane = AppState(settings=settings, database=database)
+    app.state.tuneplane = AppState(
+        settings=settings, database=database, arena=ArenaIngest(database)
+    )
     app.add_exception_handler(TuneplaneError, on_tuneplane_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)

@@ -11,7 +11,6 @@ from tuneplane.contract.limits import ARENA_BODY_MAX_BYTES
 from tuneplane.server.models import IngestResult
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
-from tuneplane.store.arena import ingest_arena
 
 router = APIRouter()
 
@@ -62,5 +61,5 @@ async def ingest(request: Request) -> Response:
     _authorize(request)
     body = await read_body(request, ARENA_BODY_MAX_BYTES)
     batch = parse_arena_batch(decode_json_body(body))
-    outcome = await app_state(request).database.write(ingest_arena, batch)
+    outcome = await app_state(request).arena.ingest(batch)
     return JSON(outcome.to_json())

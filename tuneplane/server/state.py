@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from starlette.requests import HTTPConnection
 
 from tuneplane.server.settings import Settings
+from tuneplane.store.arena import ArenaIngest
 from tuneplane.store.database import Database
 
 
@@ -14,6 +15,7 @@ from tuneplane.store.database import Database
 class AppState:
     settings: Settings
     database: Database
+    arena: ArenaIngest
 
 
 def app_state(connection: HTTPConnection) -> AppState:

@@ -10,17 +10,28 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, select
 
 from tuneplane.contract.arena import ArenaBatch, Config
 from tuneplane.contract.errors import Conflict
-from tuneplane.store.dialect import greatest, upsert
-from tuneplane.store.points import NewPoint, write_points
-from tuneplane.store.schema import alerts, events, projects, runs
+from tuneplane.store.database import Database
+from tuneplane.store.dialect import upsert
+from tuneplane.store.points import write_points
+from tuneplane.store.schema import projects, runs
+from tuneplane.store.sql import Dialect, flat
+
+
+@dataclass(frozen=True, slots=True)
+class KnownRun:
+    """A committed run: its id and config never change, so they can be remembered."""
+
+    id: int
+    config: Config | None
 
 
 @dataclass(frozen=True, slots=True)
 class IngestOutcome:
+    run: KnownRun
     logs_new: int
     logs_duplicate: int
     alerts_new: int
@@ -37,10 +48,21 @@ class IngestOutcome:
         }
 
 
+def _config_conflict(project: str, run: str, stored: Config | None) -> Conflict:
+    if stored is None:
+        reason = "it was created without one"
+    else:
+        reason = "it differs from the config the run was created with"
+    return Conflict(
+        f"config: run {project}/{run} already exists and {reason}; a run's config is set "
+        "by its first batch and cannot change"
+    )
+
+
 def ensure_run(
     connection: Connection, project: str, run: str, config: Config | None, now: float
-) -> tuple[int, bool]:
-    """The run's id, creating project and run if needed; refuses a changed config."""
+) -> tuple[KnownRun, bool]:
+    """The run, creating project and run if needed; refuses a changed config."""
     connection.execute(
         upsert(connection, projects)
         .values(name=project, created_at=now)
@@ -56,89 +78,102 @@ def ensure_run(
         .returning(runs.c.id)
     ).scalar_one_or_none()
     if created is not None:
-        return created, True
+        return KnownRun(created, config), True
     run_id, stored = connection.execute(
         select(runs.c.id, runs.c.config).where(runs.c.project_id == project_id, runs.c.name == run)
     ).one()
     if config is not None and config != stored:
-        if stored is None:
-            reason = "it was created without one"
-        else:
-            reason = "it differs from the config the run was created with"
-        raise Conflict(
-            f"config: run {project}/{run} already exists and {reason}; a run's config is set "
-            "by its first batch and cannot change"
-        )
-    return run_id, False
+        raise _config_conflict(project, run, stored)
+    return KnownRun(run_id, stored), False
 
 
-def ingest_arena(connection: Connection, batch: ArenaBatch) -> IngestOutcome:
+def ingest_arena(
+    connection: Connection, batch: ArenaBatch, known: KnownRun | None = None
+) -> IngestOutcome:
+    """Store a validated batch. ``known`` is the run as committed earlier, when remembered."""
     now = time.time()
-    run_id, created = ensure_run(connection, batch.project, batch.run, batch.config, now)
+    if known is None:
+        run, created = ensure_run(connection, batch.project, batch.run, batch.config, now)
+    else:
+        if batch.config is not None and batch.config != known.config:
+            raise _config_conflict(batch.project, batch.run, known.config)
+        run, created = known, False
+    sql = Dialect(connection)
 
     # A log_id repeated inside one batch is a retry too: the first occurrence wins.
     unique_logs = list({log.log_id: log for log in reversed(batch.logs)}.values())[::-1]
     event_ids: dict[str, int] = {}
     if unique_logs:
-        inserted = connection.execute(
-            upsert(connection, events)
-            .on_conflict_do_nothing(index_elements=[events.c.run_id, events.c.log_id])
-            .returning(events.c.id, events.c.log_id),
-            [
-                {"run_id": run_id, "log_id": log.log_id, "step": log.step, "received_at": now}
-                for log in unique_logs
-            ],
+        rows = [(run.id, log.log_id, log.step, now) for log in unique_logs]
+        sql.cursor.execute(
+            sql.sql(
+                "INSERT INTO events (run_id, log_id, step, received_at) VALUES "
+                f"{sql.values(4, len(rows))} ON CONFLICT (run_id, log_id) DO NOTHING "
+                "RETURNING id, log_id"
+            ),
+            flat(rows),
         )
-        event_ids = {log_id: event_id for event_id, log_id in inserted}
-    new_points = [
-        NewPoint(name, log.step, event_ids[log.log_id], value, now)
-        for log in unique_logs
-        if log.log_id in event_ids
-        for name, value in log.metrics.items()
-    ]
-    write_points(connection, run_id, new_points)
+        event_ids = {log_id: event_id for event_id, log_id in sql.cursor.fetchall()}
+    new_logs = [log for log in unique_logs if log.log_id in event_ids]
+    point_count = write_points(
+        sql, run.id, [(log.step, event_ids[log.log_id], log.metrics) for log in new_logs], now
+    )
 
     unique_alerts = list({a.alert_id: a for a in reversed(batch.alerts)}.values())[::-1]
     alerts_new = 0
     if unique_alerts:
-        alerts_new = len(
-            connection.execute(
-                upsert(connection, alerts)
-                .on_conflict_do_nothing(index_elements=[alerts.c.run_id, alerts.c.alert_id])
-                .returning(alerts.c.id),
-                [
-                    {
-                        "run_id": run_id,
-                        "alert_id": a.alert_id,
-                        "title": a.title,
-                        "text": a.text,
-                        "level": a.level,
-                        "step": a.step,
-                        "received_at": now,
-                    }
-                    for a in unique_alerts
-                ],
-            ).all()
+        alert_rows = [
+            (run.id, a.alert_id, a.title, a.text, a.level, a.step, now) for a in unique_alerts
+        ]
+        sql.cursor.execute(
+            sql.sql(
+                "INSERT INTO alerts (run_id, alert_id, title, text, level, step, received_at) "
+                f"VALUES {sql.values(7, len(alert_rows))} ON CONFLICT (run_id, alert_id) "
+                "DO NOTHING RETURNING id"
+            ),
+            flat(alert_rows),
+        )
+        alerts_new = len(sql.cursor.fetchall())
+
+    if point_count or alerts_new:
+        last_step = ""
+        params: list[object] = [now, point_count, alerts_new]
+        if new_logs:
+            last_step = f", last_step = {sql.greatest}(coalesce(last_step, -1), ?)"
+            params.append(max(log.step for log in new_logs))
+        sql.cursor.execute(
+            sql.sql(
+                "UPDATE runs SET updated_at = ?, point_count = point_count + ?, "
+                f"alert_count = alert_count + ?{last_step} WHERE id = ?"
+            ),
+            [*params, run.id],
         )
 
-    new_steps = [log.step for log in unique_logs if log.log_id in event_ids]
-    if new_points or alerts_new:
-        changes: dict[str, object] = {
-            "updated_at": now,
-            "point_count": runs.c.point_count + len(new_points),
-            "alert_count": runs.c.alert_count + alerts_new,
-        }
-        if new_steps:
-            changes["last_step"] = greatest(
-                connection, func.coalesce(runs.c.last_step, -1), max(new_steps)
-            )
-        connection.execute(update(runs).where(runs.c.id == run_id).values(changes))
-
     return IngestOutcome(
+        run=run,
         logs_new=len(event_ids),
         logs_duplicate=len(batch.logs) - len(event_ids),
         alerts_new=alerts_new,
         alerts_duplicate=len(batch.alerts) - alerts_new,
-        points=len(new_points),
+        points=point_count,
         run_created=created,
     )
+
+
+class ArenaIngest:
+    """Stores batches, remembering committed runs so a batch skips the run lookup."""
+
+    _MAX_REMEMBERED = 100_000
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._runs: dict[tuple[str, str], KnownRun] = {}
+
+    async def ingest(self, batch: ArenaBatch) -> IngestOutcome:
+        key = (batch.project, batch.run)
+        outcome = await self._database.write(ingest_arena, batch, self._runs.get(key))
+        # Only now is the run committed and safe to remember.
+        if len(self._runs) >= self._MAX_REMEMBERED:
+            self._runs.clear()
+        self._runs[key] = outcome.run
+        return outcome

@@ -7,111 +7,113 @@ Summaries (count, min, max, last, first/last step) are maintained as points are 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, and_, case, func, literal_column, select, tuple_
+from sqlalchemy import Connection, and_, func, literal_column, select, tuple_
 
-from tuneplane.store.dialect import greatest, least, upsert
 from tuneplane.store.schema import events, metrics, points
+from tuneplane.store.sql import Dialect, chunks, flat
+
+#: A new event's points: (step, event id, {metric: value}).
+NewEvent = tuple[int, int, Mapping[str, float]]
+_Summary = tuple[int, str, int, float, float, int, int, float]
 
 
-@dataclass(frozen=True, slots=True)
-class NewPoint:
-    metric: str
-    step: int
-    event_id: int
-    value: float
-    time: float
-
-
-@dataclass(slots=True)
-class _Summary:
-    count: int
-    min_value: float
-    max_value: float
-    first_step: int
-    last_step: int
-    last_value: float
-
-    @classmethod
-    def of(cls, point: NewPoint) -> _Summary:
-        return cls(1, point.value, point.value, point.step, point.step, point.value)
-
-    def add(self, point: NewPoint) -> None:
-        self.count += 1
-        self.min_value = min(self.min_value, point.value)
-        self.max_value = max(self.max_value, point.value)
-        self.first_step = min(self.first_step, point.step)
-        # Later points at the same step win "last": they arrived later.
-        if point.step >= self.last_step:
-            self.last_step = point.step
-            self.last_value = point.value
-
-
-def write_points(connection: Connection, run_id: int, new_points: list[NewPoint]) -> None:
-    """Store new points (never seen before) and fold them into their series summaries."""
-    if not new_points:
-        return
-    summaries: dict[str, _Summary] = {}
-    for point in new_points:
-        summary = summaries.get(point.metric)
-        if summary is None:
-            summaries[point.metric] = _Summary.of(point)
-        else:
-            summary.add(point)
-    metric_ids = _fold_summaries(connection, run_id, summaries)
-    rows = [(metric_ids[p.metric], p.step, p.event_id, p.value, p.time) for p in new_points]
-    if connection.dialect.name == "postgresql":
-        # One statement with array parameters is far faster than executemany on PostgreSQL.
-        columns = list(zip(*rows, strict=True))
-        connection.exec_driver_sql(
-            "INSERT INTO points (metric_id, step, event_id, value, time) "
-            "SELECT * FROM unnest(%s::int[], %s::bigint[], %s::bigint[], "
-            "%s::float8[], %s::float8[])",
-            tuple(list(column) for column in columns),
+def _summaries(run_id: int, series: dict[str, list[tuple[int, int, float]]]) -> list[_Summary]:
+    """(run, name, count, min, max, first step, last step, last value) per series."""
+    rows = []
+    for name, series_points in series.items():
+        values = [value for _, _, value in series_points]
+        last = series_points[0]
+        for point in series_points:
+            # Arrival order breaks ties: a later point at the same step is the last one.
+            if point[0] >= last[0]:
+                last = point
+        first_step = min(step for step, _, _ in series_points)
+        rows.append(
+            (run_id, name, len(values), min(values), max(values), first_step, last[0], last[2])
         )
-    else:
-        connection.exec_driver_sql(
+    return rows
+
+
+def write_points(sql: Dialect, run_id: int, new_events: Sequence[NewEvent], now: float) -> int:
+    """Store the points of new events (never seen before) and fold them into their series
+    summaries. Returns the number of points stored."""
+    series: dict[str, list[tuple[int, int, float]]] = {}
+    for step, event_id, values in new_events:
+        for name, value in values.items():
+            points_of = series.get(name)
+            if points_of is None:
+                series[name] = [(step, event_id, value)]
+            else:
+                points_of.append((step, event_id, value))
+    if not series:
+        return 0
+    metric_ids = _fold_summaries(sql, _summaries(run_id, series))
+    if sql.is_sqlite:
+        rows = [
+            (metric_ids[name], step, event_id, value, now)
+            for name, series_points in series.items()
+            for step, event_id, value in series_points
+        ]
+        sql.cursor.executemany(
             "INSERT INTO points (metric_id, step, event_id, value, time) VALUES (?, ?, ?, ?, ?)",
             rows,
         )
-
-
-def _fold_summaries(
-    connection: Connection, run_id: int, summaries: dict[str, _Summary]
-) -> dict[str, int]:
-    stmt = upsert(connection, metrics)
-    new = stmt.excluded
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[metrics.c.run_id, metrics.c.name],
-        set_={
-            "count": metrics.c.count + new["count"],
-            "min_value": least(connection, metrics.c.min_value, new.min_value),
-            "max_value": greatest(connection, metrics.c.max_value, new.max_value),
-            "first_step": least(connection, metrics.c.first_step, new.first_step),
-            "last_value": case(
-                (new.last_step >= metrics.c.last_step, new.last_value),
-                else_=metrics.c.last_value,
+        return len(rows)
+    # PostgreSQL: one statement over array literals, far faster than executemany or
+    # psycopg's per-element array adaptation.
+    metric_column: list[str] = []
+    steps: list[str] = []
+    event_ids: list[str] = []
+    value_column: list[str] = []
+    for name, series_points in series.items():
+        metric_column += [str(metric_ids[name])] * len(series_points)
+        steps += [str(step) for step, _, _ in series_points]
+        event_ids += [str(event_id) for _, event_id, _ in series_points]
+        value_column += [repr(value) for _, _, value in series_points]
+    sql.cursor.execute(
+        "INSERT INTO points (metric_id, step, event_id, value, time) "
+        "SELECT m, s, e, v, %s FROM unnest(%s::int[], %s::bigint[], %s::bigint[], "
+        "%s::float8[]) AS p(m, s, e, v)",
+        [
+            now,
+            *(
+                "{" + ",".join(column) + "}"
+                for column in (metric_column, steps, event_ids, value_column)
             ),
-            "last_step": greatest(connection, metrics.c.last_step, new.last_step),
-        },
-    ).returning(metrics.c.id, metrics.c.name)
-    params = [
-        {
-            "run_id": run_id,
-            "name": name,
-            "count": s.count,
-            "min_value": s.min_value,
-            "max_value": s.max_value,
-            "first_step": s.first_step,
-            "last_step": s.last_step,
-            "last_value": s.last_value,
-        }
-        for name, s in summaries.items()
-    ]
-    result = connection.execute(stmt, params)
-    return {name: metric_id for metric_id, name in result}
+        ],
+    )
+    return len(value_column)
+
+
+def _array_literal(items: list[str]) -> str:
+    return "{" + ",".join(items) + "}"
+
+
+def _fold_summaries(sql: Dialect, rows: list[_Summary]) -> dict[str, int]:
+    """Upsert the summaries; corrections of extrema happen in SQL against the stored row."""
+    metric_ids: dict[str, int] = {}
+    for part in chunks(rows, 8):
+        sql.cursor.execute(
+            sql.sql(
+                "INSERT INTO metrics (run_id, name, count, min_value, max_value, first_step, "
+                f"last_step, last_value) VALUES {sql.values(8, len(part))} "
+                "ON CONFLICT (run_id, name) DO UPDATE SET "
+                "count = metrics.count + excluded.count, "
+                f"min_value = {sql.least}(metrics.min_value, excluded.min_value), "
+                f"max_value = {sql.greatest}(metrics.max_value, excluded.max_value), "
+                f"first_step = {sql.least}(metrics.first_step, excluded.first_step), "
+                "last_value = CASE WHEN excluded.last_step >= metrics.last_step "
+                "THEN excluded.last_value ELSE metrics.last_value END, "
+                f"last_step = {sql.greatest}(metrics.last_step, excluded.last_step) "
+                "RETURNING id, name"
+            ),
+            flat(part),
+        )
+        metric_ids.update((name, metric_id) for metric_id, name in sql.cursor.fetchall())
+    return metric_ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,14 +276,13 @@ def iter_export_rows(
         .order_by(metrics.c.name, points.c.step, points.c.event_id)
     )
     result = connection.execution_options(yield_per=batch_size).execute(query)
-    for step, name, value, log_id, time in result:
-        yield step, name, value, log_id, time
+    yield from ((step, name, value, log_id, time) for step, name, value, log_id, time in result)
 
 
 __all__ = [
     "Bucket",
     "MetricSummary",
-    "NewPoint",
+    "NewEvent",
     "RawPoint",
     "count_points",
     "get_summary",

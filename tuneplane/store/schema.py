@@ -75,12 +75,14 @@ events = Table(
 )
 
 # One row per point; the primary key clusters a series by step (SQLite WITHOUT ROWID).
+# No foreign keys: per-row checks would double the cost of the hottest insert, and only
+# store/points.py writes here, with ids it has just read from metrics and events.
 points = Table(
     "points",
     metadata,
-    Column("metric_id", Integer, ForeignKey("metrics.id"), primary_key=True),
+    Column("metric_id", Integer, primary_key=True),
     Column("step", BigInteger, primary_key=True),
-    Column("event_id", BigInteger, ForeignKey("events.id"), primary_key=True),
+    Column("event_id", BigInteger, primary_key=True),
     Column("value", Float, nullable=False),
     Column("time", Float, nullable=False),
     sqlite_with_rowid=False,

@@ -60,9 +60,9 @@ def upgrade() -> None:
     )
     op.create_table(
         "points",
-        sa.Column("metric_id", sa.Integer(), sa.ForeignKey("metrics.id"), primary_key=True),
+        sa.Column("metric_id", sa.Integer(), primary_key=True),
         sa.Column("step", sa.BigInteger(), primary_key=True),
-        sa.Column("event_id", sa.BigInteger(), sa.ForeignKey("events.id"), primary_key=True),
+        sa.Column("event_id", sa.BigInteger(), primary_key=True),
         sa.Column("value", sa.Float(), nullable=False),
         sa.Column("time", sa.Float(), nullable=False),
         sqlite_with_rowid=False,
