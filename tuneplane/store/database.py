@@ -23,6 +23,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 
 from tuneplane.contract.errors import TuneplaneError
+from tuneplane.store.writer import SerialWriter
 
 T = TypeVar("T")
 
@@ -35,13 +36,11 @@ class DatabaseUnavailable(TuneplaneError):
     """The database cannot be opened (already in use, unreachable, missing driver)."""
 
 
-def sqlite_url(data_dir: Path) -> str:
-    return f"sqlite:///{data_dir / 'tuneplane.db'}"
-
-
 def _set_sqlite_pragmas(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
     # All pragmas in one place. WAL lets readers run beside the one writer; NORMAL
     # synchronous is durable across process crashes in WAL mode (not power loss).
+    # The driver's own transaction handling breaks SAVEPOINTs: we emit BEGIN ourselves.
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
@@ -50,6 +49,10 @@ def _set_sqlite_pragmas(dbapi_connection: sqlite3.Connection, _record: Any) -> N
     cursor.execute("PRAGMA cache_size=-65536")
     cursor.execute("PRAGMA temp_store=MEMORY")
     cursor.close()
+
+
+def _begin_sqlite(connection: Connection) -> None:
+    connection.exec_driver_sql("BEGIN")
 
 
 class _DirectoryLock:
@@ -93,12 +96,13 @@ class Database:
         self._lock: _DirectoryLock | None = None
         if self.is_sqlite:
             self.engine = self._open_sqlite(parsed.database or "", lock=lock)
-            self._writer: ThreadPoolExecutor | None = ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="tuneplane-sqlite-writer"
-            )
+            self._serial: SerialWriter | None = SerialWriter(self.engine)
+            self._pool: ThreadPoolExecutor | None = None
         elif parsed.get_backend_name() == "postgresql":
             self.engine = self._open_postgres(url)
-            self._writer = None
+            self._serial = None
+            # Writes wait on the WAL flush; enough threads let PostgreSQL commit them together.
+            self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="tuneplane-write")
         else:
             raise DatabaseUnavailable(
                 f"unsupported database URL {parsed.render_as_string(hide_password=True)}: "
@@ -119,6 +123,7 @@ class Database:
             max_overflow=16,
         )
         event.listen(engine, "connect", _set_sqlite_pragmas)
+        event.listen(engine, "begin", _begin_sqlite)
         return engine
 
     @staticmethod
@@ -146,22 +151,30 @@ class Database:
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
 
-    def run_write(self, fn: Callable[..., T], *args: Any) -> T:
+    def _run_write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(connection, *args)`` in one transaction on the calling thread."""
         with self.engine.begin() as connection:
             return fn(connection, *args)
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a write transaction without blocking the event loop."""
+        """Run ``fn(connection, *args)`` in a write transaction without blocking the event
+        loop: on the SQLite writer thread, or on a PostgreSQL connection of the pool."""
+        if self._serial is not None:
+            result: T = await self._serial.submit(fn, *args)
+            return result
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer, self.run_write, fn, *args)
+        return await loop.run_in_executor(self._pool, self._run_write, fn, *args)
 
     def connect(self) -> Connection:
         return self.engine.connect()
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.shutdown(wait=True)
+        if self._serial is not None:
+            self._serial.close()
+            self._serial = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         self.engine.dispose()
         if self._lock is not None:
             self._lock.release()
