@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Sequence
 
@@ -30,6 +31,17 @@ def _describe(url: str) -> str:
     return f"PostgreSQL at {parsed.render_as_string(hide_password=True)}"
 
 
+def _tune_interpreter() -> None:
+    """The event loop and the SQLite writer share the GIL. A thread coming back from a
+    database call waits up to the switch interval for it (5 ms by default, which would cap
+    the writer at a few hundred statements a second); and the garbage collector need not
+    rescan the objects built at startup."""
+    sys.setswitchinterval(0.0005)
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -40,6 +52,7 @@ def _serve(args: argparse.Namespace) -> int:
         data_dir=args.data_dir, database_url=args.database_url, host=args.host, port=args.port
     )
     app = create_app(settings)
+    _tune_interpreter()
     ingest = "enabled" if settings.ingest_secret else "disabled (set TUNEPLANE_INGEST_SECRET)"
     print(
         f"tuneplane {__version__}: http://{settings.host}:{settings.port} "

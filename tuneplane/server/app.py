@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from tuneplane import __version__
 from tuneplane.contract.errors import TuneplaneError
 from tuneplane.server import ingest, reads
-from tuneplane.server.models import ErrorOut
+from tuneplane.server.models import ErrorOut, IngestResult
 from tuneplane.server.responses import (
     JSON,
     on_http_error,
@@ -25,6 +27,27 @@ from tuneplane.server.settings import Settings
 from tuneplane.server.state import AppState
 from tuneplane.store.arena import ArenaIngest
 from tuneplane.store.database import Database
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's schema plus the hand-documented ``POST /ingest``."""
+    if app.openapi_schema is None:
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        schema["paths"]["/ingest"] = ingest.OPENAPI
+        components = schema.setdefault("components", {})
+        schemas = components.setdefault("schemas", {})
+        for model in (IngestResult, ErrorOut):
+            model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            schemas.update(model_schema.pop("$defs", {}))
+            schemas[model.__name__] = model_schema
+        components.setdefault("securitySchemes", {})["ingestSecret"] = {
+            "type": "http",
+            "scheme": "bearer",
+        }
+        app.openapi_schema = schema
+    return app.openapi_schema
 
 
 def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
@@ -60,8 +83,9 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected_error)
-    app.include_router(ingest.router)
+    app.router.routes.append(ingest.route)
     app.include_router(reads.router)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
     @app.get("/healthz", tags=["meta"])
     def healthz() -> Response:

@@ -48,6 +48,7 @@ def _set_sqlite_pragmas(dbapi_connection: sqlite3.Connection, _record: Any) -> N
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.execute("PRAGMA cache_size=-65536")
     cursor.execute("PRAGMA temp_store=MEMORY")
+    cursor.execute("PRAGMA journal_size_limit=67108864")
     cursor.close()
 
 
