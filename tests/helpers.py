@@ -17,7 +17,14 @@ def log(
     run: str = RUN,
     **extra: Any,
 ) -> dict[str, Any]:
-    return {"project": project, "run": run, "step": step, "log_id": log_id, "metrics": metrics, **extra}
+    return {
+        "project": project,
+        "run": run,
+        "step": step,
+        "log_id": log_id,
+        "metrics": metrics,
+        **extra,
+    }
 
 
 def alert(

@@ -51,7 +51,9 @@ def test_racing_first_batches_with_different_configs(pg_database_url: str) -> No
 
             def send(job: tuple[str, str], run: str = run) -> int:
                 base, model = job
-                body = {"logs": [log(f"{model}-e", 1, {"m": 1.0}, run=run, config={"model": model})]}
+                body = {
+                    "logs": [log(f"{model}-e", 1, {"m": 1.0}, run=run, config={"model": model})]
+                }
                 return httpx.post(base + "/ingest", json=body, headers=AUTH, timeout=30).status_code
 
             with ThreadPoolExecutor(2) as pool:

@@ -82,6 +82,10 @@ def _reject_constant(literal: str) -> _NotFinite:
     return _NotFinite(literal)
 
 
+def _malformed(rule: str) -> MalformedRequest:
+    return MalformedRequest(f"body: {rule}", (Violation("body", rule),))
+
+
 def decode_json_body(raw: bytes) -> Any:
     """Parse a request body; NaN/Infinity literals survive as markers for validation."""
     import orjson
@@ -95,7 +99,7 @@ def decode_json_body(raw: bytes) -> Any:
     try:
         return json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
-        raise MalformedRequest(f"body: not valid JSON ({exc})") from None
+        raise _malformed(f"not valid JSON ({exc})") from None
 
 
 def _key_path(prefix: str, key: str) -> str:
@@ -135,6 +139,8 @@ def _is_step(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= STEP_MAX
 
 
+# PostgreSQL text cannot hold NUL; refusing it keeps both engines alike.
+NUL_RULE: Final = "must not contain NUL (\\u0000) characters"
 STEP_RULE: Final = f"must be an integer from 0 to {STEP_MAX}"
 
 
@@ -241,9 +247,13 @@ def _parse_alert(check: _Checker, path: str, item: dict[str, Any]) -> ArenaAlert
             if title is None
             else f"must be a string of 1-{ALERT_TITLE_MAX_CHARS} characters",
         )
+    elif "\x00" in title:
+        check.add(f"{path}.title", NUL_RULE)
     text = item.get("text")
     if text is not None and (not isinstance(text, str) or len(text) > ALERT_TEXT_MAX_CHARS):
         check.add(f"{path}.text", f"must be a string of at most {ALERT_TEXT_MAX_CHARS} characters")
+    elif text is not None and "\x00" in text:
+        check.add(f"{path}.text", NUL_RULE)
     level = item.get("level")
     if level not in ALERT_LEVELS:
         check.add(f"{path}.level", "must be one of info, warn, error")
@@ -268,7 +278,7 @@ def parse_arena_batch(body: object) -> ArenaBatch:
     naming every broken rule, and ``Conflict`` (409) when its items disagree on the config.
     """
     if not isinstance(body, dict):
-        raise MalformedRequest("body: must be a JSON object with 'logs' and/or 'alerts'")
+        raise _malformed("must be a JSON object with 'logs' and/or 'alerts'")
     check = _Checker()
     lists: dict[str, list[Any]] = {}
     for key in ("logs", "alerts"):

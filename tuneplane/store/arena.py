@@ -8,12 +8,14 @@ is not a conflict, and only new events contribute points. Retries of a stored ``
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
 
-from tuneplane.contract.arena import ArenaBatch, Config
+from tuneplane.contract.arena import ArenaAlert, ArenaBatch, ArenaLog, Config
 from tuneplane.contract.errors import Conflict
+from tuneplane.store import arena_postgres
 from tuneplane.store.database import Database
 from tuneplane.store.dialect import upsert
 from tuneplane.store.points import write_points
@@ -87,6 +89,51 @@ def ensure_run(
     return KnownRun(run_id, stored), False
 
 
+def _store_logs(sql: Dialect, run_id: int, logs: Sequence[ArenaLog], now: float) -> tuple[int, int]:
+    """Store log events whose ``log_id``s are distinct; returns (new events, new points)."""
+    rows = [(run_id, log.log_id, log.step, now) for log in logs]
+    sql.cursor.execute(
+        sql.sql(
+            "INSERT INTO events (run_id, log_id, step, received_at) VALUES "
+            f"{sql.values(4, len(rows))} ON CONFLICT (run_id, log_id) DO NOTHING "
+            "RETURNING id, log_id"
+        ),
+        flat(rows),
+    )
+    event_ids = {log_id: event_id for event_id, log_id in sql.cursor.fetchall()}
+    new_logs = [log for log in logs if log.log_id in event_ids]
+    point_count = write_points(
+        sql, run_id, [(log.step, event_ids[log.log_id], log.metrics) for log in new_logs], now
+    )
+    if new_logs:
+        sql.cursor.execute(
+            "UPDATE runs SET updated_at = ?, point_count = point_count + ?, "
+            "last_step = max(coalesce(last_step, -1), ?) WHERE id = ?",
+            [now, point_count, max(log.step for log in new_logs), run_id],
+        )
+    return len(new_logs), point_count
+
+
+def _store_alerts(sql: Dialect, run_id: int, alerts: Sequence[ArenaAlert], now: float) -> int:
+    """Store alerts whose ``alert_id``s are distinct; returns how many were new."""
+    rows = [(run_id, a.alert_id, a.title, a.text, a.level, a.step, now) for a in alerts]
+    sql.cursor.execute(
+        sql.sql(
+            "INSERT INTO alerts (run_id, alert_id, title, text, level, step, received_at) "
+            f"VALUES {sql.values(7, len(rows))} ON CONFLICT (run_id, alert_id) "
+            "DO NOTHING RETURNING id"
+        ),
+        flat(rows),
+    )
+    new = len(sql.cursor.fetchall())
+    if new:
+        sql.cursor.execute(
+            sql.sql("UPDATE runs SET updated_at = ?, alert_count = alert_count + ? WHERE id = ?"),
+            [now, new, run_id],
+        )
+    return new
+
+
 def ingest_arena(
     connection: Connection, batch: ArenaBatch, known: KnownRun | None = None
 ) -> IngestOutcome:
@@ -100,59 +147,18 @@ def ingest_arena(
         run, created = known, False
     sql = Dialect(connection)
 
-    # A log_id repeated inside one batch is a retry too: the first occurrence wins.
+    # A log_id (or alert_id) repeated inside one batch is a retry too: the first one wins.
     unique_logs = list({log.log_id: log for log in reversed(batch.logs)}.values())[::-1]
-    event_ids: dict[str, int] = {}
+    logs_new = point_count = 0
     if unique_logs:
-        rows = [(run.id, log.log_id, log.step, now) for log in unique_logs]
-        sql.cursor.execute(
-            sql.sql(
-                "INSERT INTO events (run_id, log_id, step, received_at) VALUES "
-                f"{sql.values(4, len(rows))} ON CONFLICT (run_id, log_id) DO NOTHING "
-                "RETURNING id, log_id"
-            ),
-            flat(rows),
-        )
-        event_ids = {log_id: event_id for event_id, log_id in sql.cursor.fetchall()}
-    new_logs = [log for log in unique_logs if log.log_id in event_ids]
-    point_count = write_points(
-        sql, run.id, [(log.step, event_ids[log.log_id], log.metrics) for log in new_logs], now
-    )
-
+        store = _store_logs if sql.is_sqlite else arena_postgres.store_logs
+        logs_new, point_count = store(sql, run.id, unique_logs, now)
     unique_alerts = list({a.alert_id: a for a in reversed(batch.alerts)}.values())[::-1]
-    alerts_new = 0
-    if unique_alerts:
-        alert_rows = [
-            (run.id, a.alert_id, a.title, a.text, a.level, a.step, now) for a in unique_alerts
-        ]
-        sql.cursor.execute(
-            sql.sql(
-                "INSERT INTO alerts (run_id, alert_id, title, text, level, step, received_at) "
-                f"VALUES {sql.values(7, len(alert_rows))} ON CONFLICT (run_id, alert_id) "
-                "DO NOTHING RETURNING id"
-            ),
-            flat(alert_rows),
-        )
-        alerts_new = len(sql.cursor.fetchall())
-
-    if point_count or alerts_new:
-        last_step = ""
-        params: list[object] = [now, point_count, alerts_new]
-        if new_logs:
-            last_step = f", last_step = {sql.greatest}(coalesce(last_step, -1), ?)"
-            params.append(max(log.step for log in new_logs))
-        sql.cursor.execute(
-            sql.sql(
-                "UPDATE runs SET updated_at = ?, point_count = point_count + ?, "
-                f"alert_count = alert_count + ?{last_step} WHERE id = ?"
-            ),
-            [*params, run.id],
-        )
-
+    alerts_new = _store_alerts(sql, run.id, unique_alerts, now) if unique_alerts else 0
     return IngestOutcome(
         run=run,
-        logs_new=len(event_ids),
-        logs_duplicate=len(batch.logs) - len(event_ids),
+        logs_new=logs_new,
+        logs_duplicate=len(batch.logs) - logs_new,
         alerts_new=alerts_new,
         alerts_duplicate=len(batch.alerts) - alerts_new,
         points=point_count,

@@ -1,7 +1,8 @@
 """The point store: every scalar point and its series summary.
 
-This module owns the layout of points; routes and other store modules only call its
-functions, so the layout can change (per-series blocks, rollups) without touching them.
+This module owns the layout of points; routes only call its functions, so the layout can
+change (per-series blocks, rollups) without touching them. The one other writer of the
+layout is ``arena_postgres``, which does the same work in a single PostgreSQL statement.
 Summaries (count, min, max, last, first/last step) are maintained as points are written.
 """
 
@@ -51,45 +52,18 @@ def write_points(sql: Dialect, run_id: int, new_events: Sequence[NewEvent], now:
     if not series:
         return 0
     metric_ids = _fold_summaries(sql, _summaries(run_id, series))
-    if sql.is_sqlite:
-        rows = [
-            (metric_ids[name], step, event_id, value, now)
-            for name, series_points in series.items()
-            for step, event_id, value in series_points
-        ]
-        sql.cursor.executemany(
-            "INSERT INTO points (metric_id, step, event_id, value, time) VALUES (?, ?, ?, ?, ?)",
-            rows,
-        )
-        return len(rows)
-    # PostgreSQL: one statement over array literals, far faster than executemany or
-    # psycopg's per-element array adaptation.
-    metric_column: list[str] = []
-    steps: list[str] = []
-    event_ids: list[str] = []
-    value_column: list[str] = []
-    for name, series_points in series.items():
-        metric_column += [str(metric_ids[name])] * len(series_points)
-        steps += [str(step) for step, _, _ in series_points]
-        event_ids += [str(event_id) for _, event_id, _ in series_points]
-        value_column += [repr(value) for _, _, value in series_points]
-    sql.cursor.execute(
-        "INSERT INTO points (metric_id, step, event_id, value, time) "
-        "SELECT m, s, e, v, %s FROM unnest(%s::int[], %s::bigint[], %s::bigint[], "
-        "%s::float8[]) AS p(m, s, e, v)",
-        [
-            now,
-            *(
-                "{" + ",".join(column) + "}"
-                for column in (metric_column, steps, event_ids, value_column)
-            ),
-        ],
+    rows = [
+        (metric_ids[name], step, event_id, value, now)
+        for name, series_points in series.items()
+        for step, event_id, value in series_points
+    ]
+    sql.cursor.executemany(
+        sql.sql(
+            "INSERT INTO points (metric_id, step, event_id, value, time) VALUES (?, ?, ?, ?, ?)"
+        ),
+        rows,
     )
-    return len(value_column)
-
-
-def _array_literal(items: list[str]) -> str:
-    return "{" + ",".join(items) + "}"
+    return len(rows)
 
 
 def _fold_summaries(sql: Dialect, rows: list[_Summary]) -> dict[str, int]:
