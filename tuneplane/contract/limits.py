@@ -28,3 +28,24 @@ MAX_POINTS_MAX: Final = 10_000
 
 #: Steps are stored as signed 64-bit integers.
 STEP_MAX: Final = 2**63 - 1
+
+#: SDK scalars: points (valid and invalid) in one ``POST /api/v1/ingest/scalars``.
+SCALAR_BATCH_MAX_POINTS: Final = 2_048
+#: Scalar series one run admits.
+RUN_MAX_SERIES: Final = 4_096
+#: SDK: scalar points waiting in the background queue before new ones are dropped.
+SCALAR_QUEUE_MAX_POINTS: Final = 100_000
+#: Run config sent by the SDK or runner, as JSON bytes.
+RUN_CONFIG_MAX_BYTES: Final = 64 * 1024
+
+#: Live logs: lines per ``POST /api/v1/ingest/logs`` and characters per line.
+LOG_BATCH_MAX_LINES: Final = 1_000
+LOG_LINE_MAX_CHARS: Final = 16_384
+#: Body limit of the token-authorized ingest routes.
+INGEST_BODY_MAX_BYTES: Final = 4 * 1024 * 1024
+
+#: Seconds between SDK heartbeats; health is unknown after this many missed intervals.
+HEARTBEAT_INTERVAL_SECONDS: Final = 10.0
+HEARTBEAT_STALE_INTERVALS: Final = 3
+#: Default lifetime of an ingest token (``TUNEPLANE_INGEST_TOKEN_DAYS``).
+INGEST_TOKEN_DAYS_DEFAULT: Final = 30
