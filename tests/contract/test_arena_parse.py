@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tuneplane.contract.arena import ArenaBatch, decode_json_body, parse_arena_batch
+from tuneplane.contract.arena import ArenaBatch, parse_arena_batch
 from tuneplane.contract.errors import Conflict, InvalidInput, MalformedRequest
+from tuneplane.contract.json_body import decode_json_body
 
 PROJECT = "burtenshaw"
 RUN = "arena-run-id"

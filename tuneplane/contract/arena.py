@@ -12,19 +12,19 @@ worker learns exactly what to fix; nothing of a rejected batch is stored.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from tuneplane.contract.errors import Conflict, InvalidInput, MalformedRequest, Violation
+from tuneplane.contract.errors import Conflict, InvalidInput, Violation
 from tuneplane.contract.ids import id_problem, metric_name_problem
+from tuneplane.contract.json_body import NotFinite, malformed
 from tuneplane.contract.limits import (
     ALERT_TEXT_MAX_CHARS,
     ALERT_TITLE_MAX_CHARS,
     ARENA_BATCH_MAX_ITEMS,
     ARENA_EVENT_MAX_METRICS,
-    STEP_MAX,
 )
+from tuneplane.contract.validation import STEP_RULE, finite_float, is_step
 
 AlertLevel = Literal["info", "warn", "error"]
 ALERT_LEVELS: Final[tuple[AlertLevel, ...]] = ("info", "warn", "error")
@@ -71,60 +71,14 @@ class ArenaBatch:
     alerts: tuple[ArenaAlert, ...]
 
 
-class _NotFinite:
-    """Stands in for NaN/Infinity literals so the validator can name their field."""
-
-    def __init__(self, literal: str) -> None:
-        self.literal = literal
-
-
-def _reject_constant(literal: str) -> _NotFinite:
-    return _NotFinite(literal)
-
-
-def _malformed(rule: str) -> MalformedRequest:
-    return MalformedRequest(f"body: {rule}", (Violation("body", rule),))
-
-
-def decode_json_body(raw: bytes) -> Any:
-    """Parse a request body; NaN/Infinity literals survive as markers for validation."""
-    import orjson
-
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass
-    # orjson is strict JSON; Python's json.dumps writes NaN/Infinity, which we want to
-    # refuse with the field's name rather than as a syntax error.
-    try:
-        return json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        raise _malformed(f"not valid JSON ({exc})") from None
-
-
 def _key_path(prefix: str, key: str) -> str:
     if key.replace("_", "a").replace("-", "a").replace("/", "a").isalnum() and key.isascii():
         return f"{prefix}.{key}"
     return f"{prefix}[{json.dumps(key)}]"
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _finite_float(value: object) -> float | None:
-    """The value as a finite float, or None when it is not a finite JSON number."""
-    if not _is_number(value):
-        return None
-    try:
-        as_float = float(value)  # type: ignore[arg-type]
-    except OverflowError:
-        return None
-    return as_float if math.isfinite(as_float) else None
-
-
 def _number_rule(value: object) -> str:
-    if isinstance(value, _NotFinite):
+    if isinstance(value, NotFinite):
         return f"not a finite number ({value.literal})"
     if isinstance(value, bool):
         return "not a finite number (boolean)"
@@ -135,13 +89,8 @@ def _number_rule(value: object) -> str:
     return "not a finite number"
 
 
-def _is_step(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= STEP_MAX
-
-
 # PostgreSQL text cannot hold NUL; refusing it keeps both engines alike.
 NUL_RULE: Final = "must not contain NUL (\\u0000) characters"
-STEP_RULE: Final = f"must be an integer from 0 to {STEP_MAX}"
 
 
 class _Checker:
@@ -174,7 +123,7 @@ class _Checker:
                 else:
                     self.add(_key_path(path, key), "must be a string")
             elif key in CONFIG_NUMBER_KEYS:
-                number = _finite_float(item)
+                number = finite_float(item)
                 if number is None or number < 0:
                     self.add(_key_path(path, key), "must be a nonnegative finite number")
                 else:
@@ -210,7 +159,7 @@ def _parse_log(check: _Checker, path: str, item: dict[str, Any]) -> ArenaLog | N
     log_id = item.get("log_id")
     check.check_id(f"{path}.log_id", log_id)
     step = item.get("step")
-    if not _is_step(step):
+    if not is_step(step):
         check.add(f"{path}.step", "required" if step is None else STEP_RULE)
     raw_metrics = item.get("metrics")
     metrics: dict[str, float] = {}
@@ -225,7 +174,7 @@ def _parse_log(check: _Checker, path: str, item: dict[str, Any]) -> ArenaLog | N
             if name_problem is not None:
                 check.add(_key_path(metrics_path, name), f"metric name {name_problem}")
                 continue
-            number = _finite_float(value)
+            number = finite_float(value)
             if number is None:
                 check.add(_key_path(metrics_path, name), _number_rule(value))
             else:
@@ -258,7 +207,7 @@ def _parse_alert(check: _Checker, path: str, item: dict[str, Any]) -> ArenaAlert
     if level not in ALERT_LEVELS:
         check.add(f"{path}.level", "must be one of info, warn, error")
     step = item.get("step")
-    if step is not None and not _is_step(step):
+    if step is not None and not is_step(step):
         check.add(f"{path}.step", f"{STEP_RULE}, or null")
     if len(check.violations) != before:
         return None
@@ -278,7 +227,7 @@ def parse_arena_batch(body: object) -> ArenaBatch:
     naming every broken rule, and ``Conflict`` (409) when its items disagree on the config.
     """
     if not isinstance(body, dict):
-        raise _malformed("must be a JSON object with 'logs' and/or 'alerts'")
+        raise malformed("must be a JSON object with 'logs' and/or 'alerts'")
     check = _Checker()
     lists: dict[str, list[Any]] = {}
     for key in ("logs", "alerts"):

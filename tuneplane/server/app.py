@@ -14,7 +14,8 @@ from starlette.responses import Response
 
 from tuneplane import __version__
 from tuneplane.contract.errors import TuneplaneError
-from tuneplane.server import ingest, reads
+from tuneplane.server import ingest, logs, reads, runs, sdk_ingest
+from tuneplane.server.auth import IngestTokenGuard
 from tuneplane.server.models import ErrorOut, IngestResult
 from tuneplane.server.responses import (
     JSON,
@@ -26,6 +27,7 @@ from tuneplane.server.responses import (
 from tuneplane.server.settings import Settings
 from tuneplane.server.state import AppState
 from tuneplane.store.arena import ArenaIngest
+from tuneplane.store.credentials import ensure_admin_key
 from tuneplane.store.database import Database
 
 
@@ -56,6 +58,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     if database is None:
         database = Database(settings.database_url)
         database.migrate()
+    database.run_write(ensure_admin_key, settings.data_dir)
     opened = database
 
     @asynccontextmanager
@@ -85,6 +88,10 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     app.add_exception_handler(Exception, on_unexpected_error)
     app.router.routes.append(ingest.route)
     app.include_router(reads.router)
+    app.include_router(logs.router)
+    app.include_router(runs.router)
+    app.include_router(sdk_ingest.router)
+    app.add_middleware(IngestTokenGuard)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
     @app.get("/healthz", tags=["meta"])

@@ -8,9 +8,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tuneplane.contract.arena import decode_json_body, parse_arena_batch
-from tuneplane.contract.errors import PayloadTooLarge, Unauthorized, Unavailable
+from tuneplane.contract.arena import parse_arena_batch
+from tuneplane.contract.errors import Unauthorized, Unavailable
+from tuneplane.contract.json_body import decode_json_body
 from tuneplane.contract.limits import ARENA_BODY_MAX_BYTES
+from tuneplane.server.body import read_body
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 
@@ -28,22 +30,6 @@ def _authorize(request: Request) -> None:
         raise Unauthorized("authorization: send 'Authorization: Bearer <ingest secret>'")
     if not secret.matches(credential.strip()):
         raise Unauthorized("authorization: the ingest secret is not valid")
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it is known to exceed ``limit``."""
-    too_large = PayloadTooLarge(f"body: larger than the {limit // 1024} KiB limit")
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 async def ingest(request: Request) -> Response:

@@ -28,16 +28,32 @@ class ProjectOut(BaseModel):
     updated_at: float | None
 
 
+class Transport(BaseModel):
+    state: str
+    reason: str | None = None
+    heartbeat_at: float | None
+    queued: int | None = None
+    sent: int | None = None
+    dropped: int | None = None
+    failed_sends: int | None = None
+    queue_size: int | None = None
+    queue_capacity: int | None = None
+
+
 class RunOut(BaseModel):
     project: str
     run: str
-    config: dict[str, str | int | float] | None
+    config: dict[str, object] | None
     created_at: float
     updated_at: float
     last_step: int | None
     point_count: int
     alert_count: int
     metric_count: int
+    status: str | None
+    exit_code: int | None
+    attempt: int | None
+    transport: Transport
 
 
 class MetricOut(BaseModel):
@@ -105,3 +121,46 @@ class ErrorBody(BaseModel):
 
 class ErrorOut(BaseModel):
     error: ErrorBody
+
+
+class AttemptOut(BaseModel):
+    project: str
+    run: str
+    attempt: int
+    token: str
+    expires_at: float
+
+
+class ScalarCounts(BaseModel):
+    new: int
+    corrected: int
+
+
+class ScalarResult(BaseModel):
+    points: ScalarCounts
+    invalid: int
+
+
+class LogResult(BaseModel):
+    new: int
+    duplicate: int
+
+
+class LogLineOut(BaseModel):
+    cursor: int
+    attempt: int
+    seq: int
+    stream: str
+    time: float
+    text: str
+    data: str | None
+
+
+class LogPage(BaseModel):
+    lines: list[LogLineOut]
+    next_cursor: int
+
+
+class InvalidPointOut(BaseModel):
+    step: int
+    kind: str

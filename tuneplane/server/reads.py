@@ -17,33 +17,20 @@ from tuneplane.contract.limits import MAX_POINTS_MAX, POINTS_PAGE_DEFAULT, POINT
 from tuneplane.server.models import (
     AlertOut,
     Downsampled,
+    InvalidPointOut,
     MetricOut,
     PointPage,
     ProjectOut,
     RunOut,
 )
 from tuneplane.server.responses import JSON
+from tuneplane.server.run_json import run_json
 from tuneplane.server.state import app_state
 from tuneplane.store import catalog, points
-from tuneplane.store.catalog import RunRow
 
 router = APIRouter(prefix="/api/v1", tags=["read"])
 
 RUN = "/projects/{project}/runs/{run}"
-
-
-def _run_json(project: str, row: RunRow) -> dict[str, object]:
-    return {
-        "project": project,
-        "run": row.name,
-        "config": row.config,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-        "last_step": row.last_step,
-        "point_count": row.point_count,
-        "alert_count": row.alert_count,
-        "metric_count": row.metric_count,
-    }
 
 
 @router.get("/projects", response_model=list[ProjectOut])
@@ -67,14 +54,14 @@ def list_projects(request: Request) -> Response:
 def list_runs(request: Request, project: str) -> Response:
     with app_state(request).database.connect() as connection:
         rows = catalog.list_runs(connection, project)
-    return JSON([_run_json(project, row) for row in rows])
+    return JSON([run_json(project, row) for row in rows])
 
 
 @router.get(RUN, response_model=RunOut)
 def get_run(request: Request, project: str, run: str) -> Response:
     with app_state(request).database.connect() as connection:
         row = catalog.get_run(connection, project, run)
-    return JSON(_run_json(project, row))
+    return JSON(run_json(project, row))
 
 
 def _metric_json(summary: points.MetricSummary) -> dict[str, object]:
@@ -211,6 +198,16 @@ def get_metric(request: Request, project: str, run: str, metric: str) -> Respons
         metric_id = catalog.get_metric_id(connection, run_row.id, metric)
         summary = points.get_summary(connection, metric_id)
     return JSON(_metric_json(summary))
+
+
+@router.get(RUN + "/invalid/{metric:path}", response_model=list[InvalidPointOut])
+def read_invalid(request: Request, project: str, run: str, metric: str) -> Response:
+    """Steps at which the metric was NaN or ±inf (``kind``: nan, inf, -inf)."""
+    with app_state(request).database.connect() as connection:
+        run_row = catalog.get_run(connection, project, run)
+        metric_id = catalog.get_metric_id(connection, run_row.id, metric)
+        rows = points.read_invalid(connection, metric_id)
+    return JSON([{"step": step, "kind": kind} for step, kind in rows])
 
 
 @router.get(RUN + "/alerts", response_model=list[AlertOut])

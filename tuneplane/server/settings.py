@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from tuneplane.contract.limits import INGEST_TOKEN_DAYS_DEFAULT
+
 
 class Secret:
     """A credential that never prints and compares in constant time."""
@@ -62,6 +64,11 @@ SETTINGS: Final = (
         "",
         "Read as the ingest secret when TUNEPLANE_INGEST_SECRET is unset (Arena deployments).",
     ),
+    SettingSpec(
+        "TUNEPLANE_INGEST_TOKEN_DAYS",
+        str(INGEST_TOKEN_DAYS_DEFAULT),
+        "Days an ingest token stays valid; must cover the longest training job.",
+    ),
     SettingSpec("TUNEPLANE_HOST", "127.0.0.1", "Address the server listens on."),
     SettingSpec("TUNEPLANE_PORT", "8000", "Port the server listens on."),
 )
@@ -74,6 +81,7 @@ class Settings:
     ingest_secret: Secret | None
     host: str = "127.0.0.1"
     port: int = 8000
+    ingest_token_days: float = INGEST_TOKEN_DAYS_DEFAULT
 
     @classmethod
     def from_env(
@@ -102,4 +110,7 @@ class Settings:
             ingest_secret=Secret(secret) if secret else None,
             host=host or env.get("TUNEPLANE_HOST") or "127.0.0.1",
             port=port or int(env.get("TUNEPLANE_PORT") or 8000),
+            ingest_token_days=float(
+                env.get("TUNEPLANE_INGEST_TOKEN_DAYS") or INGEST_TOKEN_DAYS_DEFAULT
+            ),
         )

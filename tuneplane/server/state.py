@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.requests import HTTPConnection
 
+from tuneplane.server.live import LiveHub
 from tuneplane.server.settings import Settings
 from tuneplane.store.arena import ArenaIngest
+from tuneplane.store.credentials import TokenScope
 from tuneplane.store.database import Database
 
 
@@ -16,6 +18,10 @@ class AppState:
     settings: Settings
     database: Database
     arena: ArenaIngest
+    live: LiveHub = field(default_factory=LiveHub)
+    #: Hashes of API keys and ingest tokens already checked against the database.
+    known_keys: set[str] = field(default_factory=set)
+    known_tokens: dict[str, TokenScope] = field(default_factory=dict)
 
 
 def app_state(connection: HTTPConnection) -> AppState:

@@ -11,24 +11,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
-from tuneplane.contract.arena import ArenaAlert, ArenaBatch, ArenaLog, Config
-from tuneplane.contract.errors import Conflict
+from tuneplane.contract.arena import ArenaAlert, ArenaBatch, ArenaLog
 from tuneplane.store import arena_postgres
 from tuneplane.store.database import Database
-from tuneplane.store.dialect import upsert
 from tuneplane.store.points import write_points
-from tuneplane.store.schema import projects, runs
+from tuneplane.store.runs import KnownRun, config_conflict, ensure_run
 from tuneplane.store.sql import Dialect, flat
-
-
-@dataclass(frozen=True, slots=True)
-class KnownRun:
-    """A committed run: its id and config never change, so they can be remembered."""
-
-    id: int
-    config: Config | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,45 +38,6 @@ class IngestOutcome:
             "points": self.points,
             "run_created": self.run_created,
         }
-
-
-def _config_conflict(project: str, run: str, stored: Config | None) -> Conflict:
-    if stored is None:
-        reason = "it was created without one"
-    else:
-        reason = "it differs from the config the run was created with"
-    return Conflict(
-        f"config: run {project}/{run} already exists and {reason}; a run's config is set "
-        "by its first batch and cannot change"
-    )
-
-
-def ensure_run(
-    connection: Connection, project: str, run: str, config: Config | None, now: float
-) -> tuple[KnownRun, bool]:
-    """The run, creating project and run if needed; refuses a changed config."""
-    connection.execute(
-        upsert(connection, projects)
-        .values(name=project, created_at=now)
-        .on_conflict_do_nothing(index_elements=[projects.c.name])
-    )
-    project_id = connection.execute(
-        select(projects.c.id).where(projects.c.name == project)
-    ).scalar_one()
-    created = connection.execute(
-        upsert(connection, runs)
-        .values(project_id=project_id, name=run, config=config, created_at=now, updated_at=now)
-        .on_conflict_do_nothing(index_elements=[runs.c.project_id, runs.c.name])
-        .returning(runs.c.id)
-    ).scalar_one_or_none()
-    if created is not None:
-        return KnownRun(created, config), True
-    run_id, stored = connection.execute(
-        select(runs.c.id, runs.c.config).where(runs.c.project_id == project_id, runs.c.name == run)
-    ).one()
-    if config is not None and config != stored:
-        raise _config_conflict(project, run, stored)
-    return KnownRun(run_id, stored), False
 
 
 def _store_logs(sql: Dialect, run_id: int, logs: Sequence[ArenaLog], now: float) -> tuple[int, int]:
@@ -143,7 +94,7 @@ def ingest_arena(
         run, created = ensure_run(connection, batch.project, batch.run, batch.config, now)
     else:
         if batch.config is not None and batch.config != known.config:
-            raise _config_conflict(batch.project, batch.run, known.config)
+            raise config_conflict(batch.project, batch.run, known.config)
         run, created = known, False
     sql = Dialect(connection)
 

@@ -30,6 +30,11 @@ class RunRow:
     point_count: int
     alert_count: int
     metric_count: int
+    status: str | None
+    exit_code: int | None
+    attempt_count: int
+    health: dict[str, float] | None
+    health_at: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +85,11 @@ def _run_query() -> Any:
         runs.c.point_count,
         runs.c.alert_count,
         metric_count,
+        runs.c.status,
+        runs.c.exit_code,
+        runs.c.attempt_count,
+        runs.c.health,
+        runs.c.health_at,
     )
 
 

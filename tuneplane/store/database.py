@@ -152,8 +152,9 @@ class Database:
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
 
-    def _run_write(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(connection, *args)`` in one transaction on the calling thread."""
+    def run_write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(connection, *args)`` in one transaction on the calling thread: for startup
+        and maintenance, before or beside the server; requests go through ``write``."""
         with self.engine.begin() as connection:
             return fn(connection, *args)
 
@@ -164,7 +165,7 @@ class Database:
             result: T = await self._serial.submit(fn, *args)
             return result
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self._run_write, fn, *args)
+        return await loop.run_in_executor(self._pool, self.run_write, fn, *args)
 
     def connect(self) -> Connection:
         return self.engine.connect()

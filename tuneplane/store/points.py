@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, and_, func, literal_column, select, tuple_
 
-from tuneplane.store.schema import events, metrics, points
+from tuneplane.store.schema import events, invalid_points, metrics, points
 from tuneplane.store.sql import Dialect, chunks, flat
 
 #: A new event's points: (step, event id, {metric: value}).
@@ -238,6 +238,16 @@ def step_bounds(connection: Connection, metric_id: int) -> tuple[int, int] | Non
     return None if row is None else (int(row[0]), int(row[1]))
 
 
+def read_invalid(connection: Connection, metric_id: int) -> list[tuple[int, str]]:
+    """Steps at which the series reported NaN or an infinity, with which."""
+    query = (
+        select(invalid_points.c.step, invalid_points.c.kind)
+        .where(invalid_points.c.metric_id == metric_id)
+        .order_by(invalid_points.c.step)
+    )
+    return [(int(step), str(kind)) for step, kind in connection.execute(query)]
+
+
 def iter_export_rows(
     connection: Connection, run_id: int, batch_size: int = 5000
 ) -> Iterator[tuple[int, str, float, str, float]]:
@@ -263,6 +273,7 @@ __all__ = [
     "iter_export_rows",
     "list_summaries",
     "read_buckets",
+    "read_invalid",
     "read_page",
     "step_bounds",
     "write_points",

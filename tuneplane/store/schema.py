@@ -13,6 +13,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -103,3 +104,63 @@ alerts = Table(
 )
 
 Index("ix_alerts_run_received", alerts.c.run_id, alerts.c.id)
+
+# Run lifecycle and transport health (SDK runs); Arena runs leave them null: unknown.
+runs.append_column(Column("status", String(16), nullable=True))
+runs.append_column(Column("exit_code", Integer, nullable=True))
+runs.append_column(Column("attempt_count", Integer, nullable=False, server_default="0"))
+runs.append_column(Column("health", JSON, nullable=True))
+runs.append_column(Column("health_at", Float, nullable=True))
+
+# User API keys; only the SHA-256 of a key is stored.
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(128), nullable=False),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+)
+
+# One execution attempt of a run, with the hash of its ingest token.
+attempts = Table(
+    "attempts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("runs.id"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("status", String(16), nullable=True),
+    Column("exit_code", Integer, nullable=True),
+    Column("started_at", Float, nullable=False),
+    Column("ended_at", Float, nullable=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("token_expires_at", Float, nullable=False),
+    UniqueConstraint("run_id", "attempt", name="uq_attempts_run_attempt"),
+)
+
+# Live log lines; ``id`` is the run's read cursor, (attempt, seq) makes retries harmless.
+log_lines = Table(
+    "log_lines",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("run_id", Integer, ForeignKey("runs.id"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("stream", String(8), nullable=False),
+    Column("time", Float, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("data", LargeBinary, nullable=True),
+    UniqueConstraint("run_id", "attempt", "seq", name="uq_log_lines_run_attempt_seq"),
+)
+
+Index("ix_log_lines_run_cursor", log_lines.c.run_id, log_lines.c.id)
+
+# Steps at which a series reported NaN or an infinity: shown and counted, never a number.
+invalid_points = Table(
+    "invalid_points",
+    metadata,
+    Column("metric_id", Integer, primary_key=True),
+    Column("step", BigInteger, primary_key=True),
+    Column("kind", String(4), nullable=False),
+    sqlite_with_rowid=False,
+)

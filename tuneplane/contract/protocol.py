@@ -1,0 +1,273 @@
+"""Wire formats of the run protocol (docs/sdk-protocol.md): run creation, SDK scalars, live
+log lines, lifecycle status and transport heartbeats. Each ``parse_*`` validates a decoded
+JSON body and raises ``InvalidInput`` naming every broken rule."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import orjson
+
+from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.ids import id_problem, metric_name_problem
+from tuneplane.contract.json_body import malformed
+from tuneplane.contract.limits import (
+    LOG_BATCH_MAX_LINES,
+    LOG_LINE_MAX_CHARS,
+    RUN_CONFIG_MAX_BYTES,
+    SCALAR_BATCH_MAX_POINTS,
+)
+from tuneplane.contract.validation import STEP_RULE, finite_float, is_count, is_step
+
+RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
+RUN_STATUSES: Final[tuple[RunStatus, ...]] = ("running", "succeeded", "failed", "cancelled")
+TERMINAL_STATUSES: Final = frozenset({"succeeded", "failed", "cancelled"})
+InvalidKind = Literal["nan", "inf", "-inf"]
+INVALID_KINDS: Final[tuple[InvalidKind, ...]] = ("nan", "inf", "-inf")
+LogStream = Literal["stdout", "stderr"]
+HEALTH_COUNTERS: Final = ("queued", "sent", "dropped", "failed_sends", "queue_size")
+
+
+def _object(body: object) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise malformed("must be a JSON object")
+    return body
+
+
+def _raise_if(violations: list[Violation]) -> None:
+    if violations:
+        raise InvalidInput(tuple(violations[:20]))
+
+
+@dataclass(frozen=True, slots=True)
+class RunCreate:
+    run: str
+    config: dict[str, Any] | None
+
+
+def parse_run_create(body: object) -> RunCreate:
+    item = _object(body)
+    violations: list[Violation] = []
+    run = item.get("run")
+    problem = id_problem(run)
+    if problem:
+        violations.append(Violation("run", "required" if run is None else problem))
+    config = item.get("config")
+    if config is not None:
+        if not isinstance(config, dict):
+            violations.append(Violation("config", "must be an object"))
+        elif len(orjson.dumps(config)) > RUN_CONFIG_MAX_BYTES:
+            violations.append(
+                Violation("config", f"must be at most {RUN_CONFIG_MAX_BYTES // 1024} KiB as JSON")
+            )
+    _raise_if(violations)
+    assert isinstance(run, str)
+    return RunCreate(run=run, config=config or None)
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesPoints:
+    name: str
+    steps: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidPoints:
+    name: str
+    steps: list[int]
+    kinds: list[InvalidKind]
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarBatch:
+    series: list[SeriesPoints]
+    invalid: list[InvalidPoints]
+
+    @property
+    def names(self) -> set[str]:
+        return {s.name for s in self.series} | {s.name for s in self.invalid}
+
+
+def _entries(
+    body: dict[str, Any], key: str, violations: list[Violation]
+) -> list[tuple[str, dict[str, Any]]]:
+    value = body.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        violations.append(Violation(key, "must be a list"))
+        return []
+    entries = []
+    for index, entry in enumerate(value):
+        path = f"{key}[{index}]"
+        if not isinstance(entry, dict):
+            violations.append(Violation(path, "must be an object"))
+            continue
+        name = entry.get("name")
+        if not isinstance(name, str):
+            violations.append(Violation(f"{path}.name", "must be a string"))
+            continue
+        problem = metric_name_problem(name)
+        if problem:
+            violations.append(Violation(f"{path}.name", problem))
+            continue
+        entries.append((path, entry))
+    return entries
+
+
+def _steps(path: str, entry: dict[str, Any], violations: list[Violation]) -> list[int] | None:
+    steps = entry.get("steps")
+    if not isinstance(steps, list) or not steps:
+        violations.append(Violation(f"{path}.steps", "must be a nonempty list"))
+        return None
+    for index, step in enumerate(steps):
+        if not is_step(step):
+            violations.append(Violation(f"{path}.steps[{index}]", STEP_RULE))
+            return None
+    if len(set(steps)) != len(steps):
+        violations.append(Violation(f"{path}.steps", "must not repeat a step"))
+        return None
+    return steps
+
+
+def parse_scalars(body: object) -> ScalarBatch:
+    """A ``POST /api/v1/ingest/scalars`` body: columnar points per series."""
+    item = _object(body)
+    violations: list[Violation] = []
+    series: list[SeriesPoints] = []
+    invalid: list[InvalidPoints] = []
+    total = 0
+    for path, entry in _entries(item, "series", violations):
+        steps = _steps(path, entry, violations)
+        values = entry.get("values")
+        if steps is None:
+            continue
+        if not isinstance(values, list) or len(values) != len(steps):
+            violations.append(Violation(f"{path}.values", "must be a list as long as steps"))
+            continue
+        numbers = [finite_float(v) for v in values]
+        bad = next((i for i, n in enumerate(numbers) if n is None), None)
+        if bad is not None:
+            violations.append(
+                Violation(
+                    f"{path}.values[{bad}]",
+                    "not a finite number (report NaN and infinities under 'invalid')",
+                )
+            )
+            continue
+        series.append(SeriesPoints(entry["name"], steps, numbers))  # type: ignore[arg-type]
+        total += len(steps)
+    for path, entry in _entries(item, "invalid", violations):
+        steps = _steps(path, entry, violations)
+        kinds = entry.get("kinds")
+        if steps is None:
+            continue
+        if not isinstance(kinds, list) or len(kinds) != len(steps):
+            violations.append(Violation(f"{path}.kinds", "must be a list as long as steps"))
+            continue
+        if any(kind not in INVALID_KINDS for kind in kinds):
+            violations.append(Violation(f"{path}.kinds", "each must be nan, inf or -inf"))
+            continue
+        invalid.append(InvalidPoints(entry["name"], steps, kinds))
+        total += len(steps)
+    if not violations and not 1 <= total <= SCALAR_BATCH_MAX_POINTS:
+        violations.append(
+            Violation(
+                "series",
+                f"a batch holds 1-{SCALAR_BATCH_MAX_POINTS} points in all (got {total})",
+            )
+        )
+    _raise_if(violations)
+    return ScalarBatch(series, invalid)
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    seq: int
+    stream: LogStream
+    time: float
+    text: str
+    data: bytes | None
+
+
+def parse_log_lines(body: object) -> list[LogLine]:
+    """A ``POST /api/v1/ingest/logs`` body."""
+    item = _object(body)
+    raw = item.get("lines")
+    if not isinstance(raw, list) or not 1 <= len(raw) <= LOG_BATCH_MAX_LINES:
+        raise InvalidInput((Violation("lines", f"must be a list of 1-{LOG_BATCH_MAX_LINES}"),))
+    violations: list[Violation] = []
+    lines: list[LogLine] = []
+    for index, line in enumerate(raw):
+        path = f"lines[{index}]"
+        if not isinstance(line, dict):
+            violations.append(Violation(path, "must be an object"))
+            continue
+        before = len(violations)
+        seq, stream, time, text = (line.get(k) for k in ("seq", "stream", "time", "text"))
+        if not is_count(seq):
+            violations.append(Violation(f"{path}.seq", "must be a nonnegative integer"))
+        if stream not in ("stdout", "stderr"):
+            violations.append(Violation(f"{path}.stream", "must be stdout or stderr"))
+        moment = finite_float(time)
+        if moment is None or moment < 0:
+            violations.append(Violation(f"{path}.time", "must be UNIX seconds"))
+        if not isinstance(text, str) or len(text) > LOG_LINE_MAX_CHARS:
+            violations.append(
+                Violation(f"{path}.text", f"must be a string of at most {LOG_LINE_MAX_CHARS}")
+            )
+        elif "\x00" in text:
+            violations.append(Violation(f"{path}.text", "must not contain NUL; send it in data"))
+        data = None
+        if line.get("data") is not None:
+            try:
+                data = base64.b64decode(line["data"], validate=True)
+            except (binascii.Error, TypeError, ValueError):
+                violations.append(Violation(f"{path}.data", "must be base64"))
+        if len(violations) == before:
+            lines.append(LogLine(seq, stream, moment, text, data))  # type: ignore[arg-type]
+    _raise_if(violations)
+    return lines
+
+
+@dataclass(frozen=True, slots=True)
+class StatusReport:
+    status: RunStatus
+    exit_code: int | None
+
+
+def parse_status(body: object) -> StatusReport:
+    item = _object(body)
+    violations: list[Violation] = []
+    status = item.get("status")
+    if status not in RUN_STATUSES:
+        violations.append(Violation("status", f"must be one of {', '.join(RUN_STATUSES)}"))
+    exit_code = item.get("exit_code")
+    if exit_code is not None and not (type(exit_code) is int and -(2**31) <= exit_code < 2**31):
+        violations.append(Violation("exit_code", "must be an integer or null"))
+    _raise_if(violations)
+    return StatusReport(status, exit_code)  # type: ignore[arg-type]
+
+
+def parse_heartbeat(body: object) -> dict[str, float]:
+    """Transport health counters; all nonnegative integers, plus capacity and interval."""
+    item = _object(body)
+    violations: list[Violation] = []
+    health: dict[str, float] = {}
+    for key in (*HEALTH_COUNTERS, "queue_capacity"):
+        value = item.get(key)
+        if isinstance(value, int) and is_count(value):
+            health[key] = value
+        else:
+            violations.append(Violation(key, "must be a nonnegative integer"))
+    interval = finite_float(item.get("interval"))
+    if interval is None or not 0 < interval <= 3600:
+        violations.append(Violation("interval", "must be seconds between heartbeats (0-3600]"))
+    else:
+        health["interval"] = interval
+    _raise_if(violations)
+    return health

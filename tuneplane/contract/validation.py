@@ -1,0 +1,36 @@
+"""Small checks shared by the wire contracts: each returns a problem or None."""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+from tuneplane.contract.limits import STEP_MAX
+
+STEP_RULE: Final = f"must be an integer from 0 to {STEP_MAX}"
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def finite_float(value: object) -> float | None:
+    """The value as a finite float, or None when it is not a finite JSON number."""
+    if type(value) is float:
+        return value if math.isfinite(value) else None
+    if not is_number(value):
+        return None
+    try:
+        as_float = float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return None
+    return as_float if math.isfinite(as_float) else None
+
+
+def is_step(value: object) -> bool:
+    return type(value) is int and 0 <= value <= STEP_MAX
+
+
+def is_count(value: object) -> bool:
+    """A nonnegative integer that fits a signed 64-bit column."""
+    return is_step(value)

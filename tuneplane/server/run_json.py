@@ -1,0 +1,48 @@
+"""The run object of the read API, including honest transport health."""
+
+from __future__ import annotations
+
+import time
+
+from tuneplane.contract.limits import HEARTBEAT_INTERVAL_SECONDS, HEARTBEAT_STALE_INTERVALS
+from tuneplane.contract.protocol import HEALTH_COUNTERS
+from tuneplane.store.catalog import RunRow
+
+
+def transport(
+    health: dict[str, float] | None, health_at: float | None, now: float
+) -> dict[str, object]:
+    """``ok``, ``lossy`` or ``unknown``. No heartbeat, or none for a few intervals, is
+    unknown: it never means the run stopped."""
+    if health is None or health_at is None:
+        return {"state": "unknown", "reason": "no heartbeat received", "heartbeat_at": None}
+    counters = {key: health.get(key) for key in (*HEALTH_COUNTERS, "queue_capacity")}
+    interval = float(health.get("interval", HEARTBEAT_INTERVAL_SECONDS))
+    age = now - health_at
+    if age > HEARTBEAT_STALE_INTERVALS * interval:
+        return {
+            "state": "unknown",
+            "reason": f"last heartbeat {age:.0f} s ago",
+            "heartbeat_at": health_at,
+            **counters,
+        }
+    lossy = bool(health.get("dropped")) or bool(health.get("failed_sends"))
+    return {"state": "lossy" if lossy else "ok", "heartbeat_at": health_at, **counters}
+
+
+def run_json(project: str, row: RunRow, now: float | None = None) -> dict[str, object]:
+    return {
+        "project": project,
+        "run": row.name,
+        "config": row.config,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+        "last_step": row.last_step,
+        "point_count": row.point_count,
+        "alert_count": row.alert_count,
+        "metric_count": row.metric_count,
+        "status": row.status,
+        "exit_code": row.exit_code,
+        "attempt": row.attempt_count or None,
+        "transport": transport(row.health, row.health_at, time.time() if now is None else now),
+    }

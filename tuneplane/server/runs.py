@@ -1,0 +1,57 @@
+"""Creating runs and execution attempts: for signed-in users (an API key)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import Response
+
+from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.ids import id_problem
+from tuneplane.contract.limits import RUN_CONFIG_MAX_BYTES
+from tuneplane.contract.protocol import parse_run_create
+from tuneplane.server.auth import require_user
+from tuneplane.server.body import read_json
+from tuneplane.server.models import AttemptOut, RunOut
+from tuneplane.server.responses import JSON
+from tuneplane.server.run_json import run_json
+from tuneplane.server.state import app_state
+from tuneplane.store import catalog, credentials
+from tuneplane.store.runs import create_or_resume
+
+router = APIRouter(prefix="/api/v1", tags=["runs"], dependencies=[Depends(require_user)])
+
+
+@router.post("/projects/{project}/runs", response_model=RunOut, status_code=201)
+async def create_run(request: Request, project: str) -> Response:
+    """Create a run (201), or resume it (200). A different config for an existing run is
+    refused (409): a run's config is fixed when it is created."""
+    problem = id_problem(project)
+    if problem:
+        raise InvalidInput((Violation("project", problem),))
+    wanted = parse_run_create(await read_json(request, RUN_CONFIG_MAX_BYTES + 4096))
+    database = app_state(request).database
+    created = await database.write(create_or_resume, project, wanted.run, wanted.config)
+    with database.connect() as connection:
+        row = catalog.get_run(connection, project, wanted.run)
+    return JSON(run_json(project, row), status_code=201 if created else 200)
+
+
+@router.post("/projects/{project}/runs/{run}/attempts", response_model=AttemptOut, status_code=201)
+async def start_attempt(request: Request, project: str, run: str) -> Response:
+    """Start the run's next execution attempt and issue its ingest token (shown once)."""
+    state = app_state(request)
+    with state.database.connect() as connection:
+        run_id = catalog.get_run(connection, project, run).id
+    issued = await state.database.write(
+        credentials.start_attempt, run_id, state.settings.ingest_token_days
+    )
+    return JSON(
+        {
+            "project": project,
+            "run": run,
+            "attempt": issued.attempt,
+            "token": issued.token,
+            "expires_at": issued.expires_at,
+        },
+        status_code=201,
+    )

@@ -1,0 +1,66 @@
+"""``/api/v1/ingest/*``: what the runner and the SDK send, authorized by an ingest token
+scoped to one run and one execution attempt."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import Response
+
+from tuneplane.contract.limits import INGEST_BODY_MAX_BYTES
+from tuneplane.contract.protocol import (
+    parse_heartbeat,
+    parse_log_lines,
+    parse_scalars,
+    parse_status,
+)
+from tuneplane.server.auth import require_ingest_token
+from tuneplane.server.body import read_json
+from tuneplane.server.models import LogResult, ScalarResult
+from tuneplane.server.responses import JSON
+from tuneplane.server.state import app_state
+from tuneplane.store import runlogs, runs, scalars
+from tuneplane.store.credentials import TokenScope
+
+router = APIRouter(prefix="/api/v1/ingest", tags=["ingest"])
+Scope = Annotated[TokenScope, Depends(require_ingest_token)]
+
+
+@router.post("/scalars", response_model=ScalarResult)
+async def ingest_scalars(request: Request, scope: Scope) -> Response:
+    """Columnar points per series (at most 2,048); a step reported again is a correction."""
+    batch = parse_scalars(await read_json(request, INGEST_BODY_MAX_BYTES))
+    state = app_state(request)
+    outcome = await state.database.write(scalars.write_scalars, scope.run_id, batch)
+    state.live.notify(scope.run_id)
+    return JSON(outcome.to_json())
+
+
+@router.post("/logs", response_model=LogResult)
+async def ingest_logs(request: Request, scope: Scope) -> Response:
+    """Output lines of the attempt; an (attempt, seq) already stored is a duplicate."""
+    lines = parse_log_lines(await read_json(request, INGEST_BODY_MAX_BYTES))
+    state = app_state(request)
+    new = await state.database.write(runlogs.write_lines, scope, lines)
+    if new:
+        state.live.notify(scope.run_id)
+    return JSON({"new": new, "duplicate": len(lines) - new})
+
+
+@router.post("/status")
+async def ingest_status(request: Request, scope: Scope) -> Response:
+    """The attempt's lifecycle: running, then succeeded, failed or cancelled (final)."""
+    report = parse_status(await read_json(request, 4096))
+    state = app_state(request)
+    await state.database.write(runs.set_status, scope, report)
+    state.live.notify(scope.run_id)
+    return JSON({"status": report.status, "exit_code": report.exit_code})
+
+
+@router.post("/heartbeat")
+async def ingest_heartbeat(request: Request, scope: Scope) -> Response:
+    """Transport health of the sender: queued, sent, dropped, failed sends, occupancy."""
+    health = parse_heartbeat(await read_json(request, 4096))
+    await app_state(request).database.write(runs.record_heartbeat, scope, health)
+    return JSON({"ok": True})

@@ -1,0 +1,108 @@
+"""Runs: creation (by the first Arena batch or the run API), lifecycle status and transport
+health."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, select, update
+
+from tuneplane.contract.errors import Conflict
+from tuneplane.contract.protocol import TERMINAL_STATUSES, StatusReport
+from tuneplane.store.credentials import TokenScope
+from tuneplane.store.dialect import upsert
+from tuneplane.store.schema import attempts, projects, runs
+
+RunConfig = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class KnownRun:
+    """A committed run: its id and config never change, so they can be remembered."""
+
+    id: int
+    config: RunConfig | None
+
+
+def config_conflict(project: str, run: str, stored: RunConfig | None) -> Conflict:
+    if stored is None:
+        reason = "it was created without one"
+    else:
+        reason = "it differs from the config the run was created with"
+    return Conflict(
+        f"config: run {project}/{run} already exists and {reason}; a run's config is set "
+        "by its first batch and cannot change"
+    )
+
+
+def ensure_run(
+    connection: Connection, project: str, run: str, config: RunConfig | None, now: float
+) -> tuple[KnownRun, bool]:
+    """The run, creating project and run if needed; refuses a changed config."""
+    connection.execute(
+        upsert(connection, projects)
+        .values(name=project, created_at=now)
+        .on_conflict_do_nothing(index_elements=[projects.c.name])
+    )
+    project_id = connection.execute(
+        select(projects.c.id).where(projects.c.name == project)
+    ).scalar_one()
+    created = connection.execute(
+        upsert(connection, runs)
+        .values(project_id=project_id, name=run, config=config, created_at=now, updated_at=now)
+        .on_conflict_do_nothing(index_elements=[runs.c.project_id, runs.c.name])
+        .returning(runs.c.id)
+    ).scalar_one_or_none()
+    if created is not None:
+        return KnownRun(created, config), True
+    run_id, stored = connection.execute(
+        select(runs.c.id, runs.c.config).where(runs.c.project_id == project_id, runs.c.name == run)
+    ).one()
+    if config is not None and config != stored:
+        raise config_conflict(project, run, stored)
+    return KnownRun(run_id, stored), False
+
+
+def create_or_resume(
+    connection: Connection, project: str, run: str, config: RunConfig | None
+) -> bool:
+    """Create the run unless it exists; True when it was created."""
+    _known, created = ensure_run(connection, project, run, config, time.time())
+    return created
+
+
+def set_status(connection: Connection, scope: TokenScope, report: StatusReport) -> None:
+    """Record an attempt's status. A terminal status is final for its attempt; the run shows
+    the status of its latest attempt, so a late report from an older one changes nothing."""
+    now = time.time()
+    current = connection.execute(
+        select(attempts.c.status, attempts.c.exit_code).where(attempts.c.id == scope.attempt_id)
+    ).one()
+    if current.status in TERMINAL_STATUSES:
+        if (current.status, current.exit_code) == (report.status, report.exit_code):
+            return
+        raise Conflict(
+            f"status: attempt {scope.attempt} already ended as {current.status}"
+            f" (exit code {current.exit_code}); a finished attempt cannot change"
+        )
+    ended = now if report.status in TERMINAL_STATUSES else None
+    connection.execute(
+        update(attempts)
+        .where(attempts.c.id == scope.attempt_id)
+        .values(status=report.status, exit_code=report.exit_code, ended_at=ended)
+    )
+    connection.execute(
+        update(runs)
+        .where(runs.c.id == scope.run_id, runs.c.attempt_count == scope.attempt)
+        .values(status=report.status, exit_code=report.exit_code, updated_at=now)
+    )
+
+
+def record_heartbeat(connection: Connection, scope: TokenScope, health: dict[str, float]) -> None:
+    connection.execute(
+        update(runs)
+        .where(runs.c.id == scope.run_id)
+        .values(health={**health, "attempt": scope.attempt}, health_at=time.time())
+    )
