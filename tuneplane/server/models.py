@@ -70,7 +70,7 @@ class MetricOut(BaseModel):
 class PointOut(BaseModel):
     step: int
     value: float
-    log_id: str
+    log_id: str | None
     time: float
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from tuneplane.contract.datadir import resolve_data_dir
 from tuneplane.contract.limits import INGEST_TOKEN_DAYS_DEFAULT
 
 
@@ -95,9 +96,7 @@ class Settings:
     ) -> Settings:
         """Settings from the environment; explicit arguments (command-line flags) win."""
         env = os.environ if environ is None else environ
-        directory = Path(
-            data_dir or env.get("TUNEPLANE_DIR") or env.get("TRACKIO_DIR") or "./tuneplane-data"
-        ).absolute()
+        directory = resolve_data_dir(data_dir, env)
         url = (
             database_url
             or env.get("TUNEPLANE_DATABASE_URL")

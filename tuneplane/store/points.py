@@ -130,7 +130,7 @@ def get_summary(connection: Connection, metric_id: int) -> MetricSummary:
 class RawPoint:
     step: int
     value: float
-    log_id: str
+    log_id: str | None
     time: float
     event_id: int
 
@@ -147,7 +147,7 @@ def read_page(
     """Original points of one series in (step, event) order, after a keyset cursor."""
     query = (
         select(points.c.step, points.c.value, events.c.log_id, points.c.time, points.c.event_id)
-        .join(events, events.c.id == points.c.event_id)
+        .outerjoin(events, events.c.id == points.c.event_id)
         .where(points.c.metric_id == metric_id)
         .order_by(points.c.step, points.c.event_id)
         .limit(limit)
@@ -250,12 +250,12 @@ def read_invalid(connection: Connection, metric_id: int) -> list[tuple[int, str]
 
 def iter_export_rows(
     connection: Connection, run_id: int, batch_size: int = 5000
-) -> Iterator[tuple[int, str, float, str, float]]:
+) -> Iterator[tuple[int, str, float, str | None, float]]:
     """Every original point of a run as (step, metric, value, log_id, time), streamed."""
     query = (
         select(points.c.step, metrics.c.name, points.c.value, events.c.log_id, points.c.time)
         .join(metrics, metrics.c.id == points.c.metric_id)
-        .join(events, events.c.id == points.c.event_id)
+        .outerjoin(events, events.c.id == points.c.event_id)
         .where(metrics.c.run_id == run_id)
         .order_by(metrics.c.name, points.c.step, points.c.event_id)
     )
