@@ -66,6 +66,8 @@ def _serve(args: argparse.Namespace) -> int:
         port=settings.port,
         log_level=args.log_level,
         access_log=args.access_log,
+        # Live streams never end by themselves; do not let them hold up a shutdown.
+        timeout_graceful_shutdown=3,
     )
     return 0
 
@@ -84,6 +86,24 @@ def _db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from tuneplane.client.runner import RunnerOptions, UsageError, run
+
+    try:
+        options = RunnerOptions.build(
+            project=args.project,
+            run=args.run,
+            command=args.command,
+            config=args.config,
+            server=args.server,
+            data_dir=args.data_dir,
+        )
+    except UsageError as exc:
+        print(f"tuneplane run: {exc}", file=sys.stderr)
+        return 2
+    return run(options)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tuneplane", description="Telemetry for fine-tuning and RL training runs."
@@ -98,6 +118,27 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     serve.add_argument("--access-log", action="store_true", help="log every request")
     serve.set_defaults(handler=_serve)
+
+    run = commands.add_parser(
+        "run",
+        help="run a training command with telemetry",
+        description="Run CMD with its metrics, logs and status reported to the server. "
+        "Telemetry failures never stop CMD; the exit code is CMD's.",
+        usage="tuneplane run --project P --run R [options] -- CMD [ARGS ...]",
+    )
+    run.add_argument("--project", required=True, help="project ID")
+    run.add_argument("--run", required=True, help="run ID (created, or resumed when it exists)")
+    run.add_argument("--config", help="run config: a JSON object, or @FILE holding one")
+    run.add_argument(
+        "--server", help="server URL (default: $TUNEPLANE_URL or http://127.0.0.1:8000)"
+    )
+    run.add_argument(
+        "--data-dir",
+        help="where to find admin.key when $TUNEPLANE_API_KEY is unset "
+        "(default: $TUNEPLANE_DIR, $TRACKIO_DIR or ./tuneplane-data)",
+    )
+    run.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
+    run.set_defaults(handler=_run)
 
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True)

@@ -37,7 +37,10 @@ async def ingest(request: Request) -> Response:
     _authorize(request)
     body = await read_body(request, ARENA_BODY_MAX_BYTES)
     batch = parse_arena_batch(decode_json_body(body))
-    outcome = await app_state(request).arena.ingest(batch)
+    state = app_state(request)
+    outcome = await state.arena.ingest(batch)
+    if outcome.points or outcome.alerts_new or outcome.run_created:
+        state.live.notify(outcome.run.id)
     return JSON(outcome.to_json())
 
 

@@ -62,5 +62,7 @@ async def ingest_status(request: Request, scope: Scope) -> Response:
 async def ingest_heartbeat(request: Request, scope: Scope) -> Response:
     """Transport health of the sender: queued, sent, dropped, failed sends, occupancy."""
     health = parse_heartbeat(await read_json(request, 4096))
-    await app_state(request).database.write(runs.record_heartbeat, scope, health)
+    state = app_state(request)
+    await state.database.write(runs.record_heartbeat, scope, health)
+    state.live.notify(scope.run_id)
     return JSON({"ok": True})
