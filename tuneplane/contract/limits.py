@@ -49,3 +49,15 @@ HEARTBEAT_INTERVAL_SECONDS: Final = 10.0
 HEARTBEAT_STALE_INTERVALS: Final = 3
 #: Default lifetime of an ingest token (``TUNEPLANE_INGEST_TOKEN_DAYS``).
 INGEST_TOKEN_DAYS_DEFAULT: Final = 30
+
+#: Observation events (events, distributions, health, evaluation outcomes).
+OBSERVATION_BATCH_MAX: Final = 32
+OBSERVATION_QUEUE_MAX: Final = 128
+OBSERVATION_MAX_BYTES: Final = 16 * 1024
+OBSERVATION_MAX_FIELDS: Final = 32
+OBSERVATION_STRING_MAX_CHARS: Final = 1_024
+HISTOGRAM_MAX_BOUNDS: Final = 64
+#: Recent observations the events panel shows.
+RECENT_OBSERVATIONS: Final = 100
+#: Attempts of one trial kept in its retry history.
+TRIAL_HISTORY_MAX: Final = 100

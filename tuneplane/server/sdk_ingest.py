@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from tuneplane.contract.limits import INGEST_BODY_MAX_BYTES
+from tuneplane.contract.observations import parse_observations
 from tuneplane.contract.protocol import (
     parse_heartbeat,
     parse_log_lines,
@@ -20,7 +21,7 @@ from tuneplane.server.body import read_json
 from tuneplane.server.models import LogResult, ScalarResult
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
-from tuneplane.store import runlogs, runs, scalars
+from tuneplane.store import observations, runlogs, runs, scalars
 from tuneplane.store.credentials import TokenScope
 
 router = APIRouter(prefix="/api/v1/ingest", tags=["ingest"])
@@ -56,6 +57,18 @@ async def ingest_status(request: Request, scope: Scope) -> Response:
     await state.database.write(runs.set_status, scope, report)
     state.live.notify(scope.run_id)
     return JSON({"status": report.status, "exit_code": report.exit_code})
+
+
+@router.post("/observations")
+async def ingest_observations(request: Request, scope: Scope) -> Response:
+    """Up to 32 observation events (events, distributions, health snapshots, population
+    declarations, trial results); an event_id already stored is a duplicate."""
+    batch = parse_observations(await read_json(request, INGEST_BODY_MAX_BYTES))
+    state = app_state(request)
+    outcome = await state.database.write(observations.write_observations, scope, batch)
+    if outcome.new:
+        state.live.notify(scope.run_id)
+    return JSON(outcome.to_json())
 
 
 @router.post("/heartbeat")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     Float,
     ForeignKey,
@@ -163,4 +164,79 @@ invalid_points = Table(
     Column("step", BigInteger, primary_key=True),
     Column("kind", String(4), nullable=False),
     sqlite_with_rowid=False,
+)
+
+# Observation events: immutable, keyed by event_id within a run (across attempts).
+observations = Table(
+    "observations",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("run_id", Integer, ForeignKey("runs.id"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("event_id", String(128), nullable=False),
+    Column("type", String(16), nullable=False),
+    Column("name", String(128), nullable=True),
+    Column("step", BigInteger, nullable=True),
+    Column("body", JSON, nullable=False),
+    Column("received_at", Float, nullable=False),
+    UniqueConstraint("run_id", "event_id", name="uq_observations_run_event"),
+)
+
+# Health snapshots stay findable whatever the recent-event window holds.
+Index("ix_observations_run_type", observations.c.run_id, observations.c.type, observations.c.id)
+
+# Evaluation population declarations: the first accepted wins.
+eval_rounds = Table(
+    "eval_rounds",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True),
+    Column("round_id", String(128), primary_key=True),
+    Column("expected", BigInteger, nullable=False),
+    Column("dataset", String(64), nullable=True),
+    Column("cohort", String(64), nullable=True),
+    Column("verifier", String(64), nullable=True),
+    Column("settings", String(64), nullable=True),
+    Column("task_name", String(1024), nullable=True),
+    Column("task_version", String(1024), nullable=True),
+    Column("declared_at", Float, nullable=False),
+)
+
+# Every terminal trial attempt, immutable.
+trial_results = Table(
+    "trial_results",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True),
+    Column("round_id", String(128), primary_key=True),
+    Column("trial_id", String(128), primary_key=True),
+    Column("execution_attempt", Integer, primary_key=True),
+    Column("trial_attempt", BigInteger, primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("eligible", Boolean, nullable=False),
+    Column("reward", Float, nullable=True),
+    Column("error_type", String(1024), nullable=True),
+    Column("received_at", Float, nullable=False),
+)
+
+# Each trial's current outcome: its highest (execution attempt, trial attempt), maintained
+# at ingest so counts and filtered pages over 100,000 trials stay index reads.
+trial_current = Table(
+    "trial_current",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True),
+    Column("round_id", String(128), primary_key=True),
+    Column("trial_id", String(128), primary_key=True),
+    Column("execution_attempt", Integer, nullable=False),
+    Column("trial_attempt", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("eligible", Boolean, nullable=False),
+    Column("reward", Float, nullable=True),
+    Column("attempts", Integer, nullable=False),
+)
+
+Index(
+    "ix_trial_current_status",
+    trial_current.c.run_id,
+    trial_current.c.round_id,
+    trial_current.c.status,
+    trial_current.c.trial_id,
 )

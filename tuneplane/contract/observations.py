@@ -1,0 +1,296 @@
+"""Observation events: free events, distributions (histograms), health snapshots, and the
+evaluation contract (population declarations and trial results).
+
+Every observation has an ``event_id`` unique within its run: reusing it retries the same
+immutable event, across execution attempts too. Wire format (``POST /api/v1/ingest/
+observations``, at most 32 per request, each at most 16 KiB)::
+
+    {"events": [
+      {"event_id": "e1", "type": "event", "name": "rollout/done", "step": 7,
+       "fields": {"tokens": 512, "env": "math"}},
+      {"event_id": "e2", "type": "distribution", "name": "rollout/reward", "step": 7,
+       "histogram": {"bounds": [0, 1, 2, 4, 8], "counts": [3, 5, 9, 2, 0, 1]}},
+      {"event_id": "e3", "type": "health", "step": 7, "fields": {"gpu_mem_gb": 61.5}},
+      {"event_id": "e4", "type": "population", "round_id": "val-7", "expected": 500,
+       "digests": {"dataset": "<sha256>", "cohort": "…", "verifier": "…", "settings": "…"},
+       "task": {"name": "gsm8k", "version": "1.0"}},
+      {"event_id": "e5", "type": "trial", "round_id": "val-7", "trial_id": "q17-s0",
+       "trial_attempt": 0, "status": "success", "eligible": false, "reward": 1.0}]}
+
+A histogram's n bounds give n+1 buckets: (-inf, b0], (b0, b1], …, (bn-1, +inf).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import orjson
+
+from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.ids import id_problem, metric_name_problem
+from tuneplane.contract.json_body import malformed
+from tuneplane.contract.limits import (
+    HISTOGRAM_MAX_BOUNDS,
+    OBSERVATION_BATCH_MAX,
+    OBSERVATION_MAX_BYTES,
+    OBSERVATION_MAX_FIELDS,
+    OBSERVATION_STRING_MAX_CHARS,
+)
+from tuneplane.contract.validation import STEP_RULE, finite_float, is_count, is_step
+
+ObservationType = Literal["event", "distribution", "health", "population", "trial"]
+OBSERVATION_TYPES: Final[tuple[ObservationType, ...]] = (
+    "event",
+    "distribution",
+    "health",
+    "population",
+    "trial",
+)
+TrialStatus = Literal["success", "failure", "infra_error", "unscored"]
+TRIAL_STATUSES: Final[tuple[TrialStatus, ...]] = ("success", "failure", "infra_error", "unscored")
+DIGEST_NAMES: Final = ("dataset", "cohort", "verifier", "settings")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True, slots=True)
+class Population:
+    round_id: str
+    expected: int
+    digests: dict[str, str]
+    task_name: str | None
+    task_version: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TrialResult:
+    round_id: str
+    trial_id: str
+    trial_attempt: int
+    status: TrialStatus
+    eligible: bool
+    reward: float | None
+    error_type: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    event_id: str
+    type: ObservationType
+    name: str | None
+    step: int | None
+    body: dict[str, Any]
+    population: Population | None = None
+    trial: TrialResult | None = None
+
+
+class _Check:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.violations: list[Violation] = []
+
+    def add(self, field: str, rule: str) -> None:
+        self.violations.append(Violation(f"{self.path}.{field}", rule))
+
+    def text(self, item: dict[str, Any], key: str, *, required: bool) -> str | None:
+        value = item.get(key)
+        if value is None:
+            if required:
+                self.add(key, "required")
+            return None
+        if not isinstance(value, str) or not 1 <= len(value) <= OBSERVATION_STRING_MAX_CHARS:
+            self.add(key, f"must be a string of 1-{OBSERVATION_STRING_MAX_CHARS} characters")
+            return None
+        return value
+
+    def ident(self, item: dict[str, Any], key: str) -> str | None:
+        value = item.get(key)
+        problem = id_problem(value)
+        if problem:
+            self.add(key, "required" if value is None else problem)
+            return None
+        return value
+
+
+def _fields(check: _Check, item: dict[str, Any], *, required: bool) -> dict[str, Any]:
+    fields = item.get("fields")
+    if fields is None:
+        if required:
+            check.add("fields", "required")
+        return {}
+    if not isinstance(fields, dict) or len(fields) > OBSERVATION_MAX_FIELDS:
+        check.add("fields", f"must be an object of at most {OBSERVATION_MAX_FIELDS} fields")
+        return {}
+    for key, value in fields.items():
+        if metric_name_problem(key):
+            check.add(f"fields[{key!r}]", "field names are 1-128 printable characters")
+        elif isinstance(value, str):
+            if len(value) > OBSERVATION_STRING_MAX_CHARS:
+                check.add(
+                    f"fields.{key}", f"strings are at most {OBSERVATION_STRING_MAX_CHARS} chars"
+                )
+        elif not isinstance(value, bool) and finite_float(value) is None:
+            check.add(f"fields.{key}", "must be a finite number, a boolean or a string")
+    return fields
+
+
+def _histogram(check: _Check, item: dict[str, Any]) -> dict[str, list[Any]]:
+    histogram = item.get("histogram")
+    if not isinstance(histogram, dict):
+        check.add("histogram", "required: {bounds, counts}")
+        return {}
+    bounds, counts = histogram.get("bounds"), histogram.get("counts")
+    if (
+        not isinstance(bounds, list)
+        or not 1 <= len(bounds) <= HISTOGRAM_MAX_BOUNDS
+        or any(finite_float(b) is None for b in bounds)
+    ):
+        check.add("histogram.bounds", f"must be 1-{HISTOGRAM_MAX_BOUNDS} finite numbers")
+        return {}
+    if any(a >= b for a, b in itertools.pairwise(bounds)):
+        check.add("histogram.bounds", "must be strictly increasing")
+        return {}
+    if (
+        not isinstance(counts, list)
+        or len(counts) != len(bounds) + 1
+        or not all(is_count(c) for c in counts)
+    ):
+        check.add(
+            "histogram.counts",
+            "must be one nonnegative integer per bucket: len(bounds) + 1 "
+            "(a distribution is counted, never estimated from a mean)",
+        )
+        return {}
+    return {"bounds": bounds, "counts": counts}
+
+
+def _population(check: _Check, item: dict[str, Any]) -> Population | None:
+    round_id = check.ident(item, "round_id")
+    expected = item.get("expected")
+    if not is_count(expected):
+        check.add("expected", "must be the nonnegative number of trials in the population")
+    digests: dict[str, str] = {}
+    raw = item.get("digests") or {}
+    if not isinstance(raw, dict):
+        check.add("digests", "must be an object")
+        raw = {}
+    for name, value in raw.items():
+        if name not in DIGEST_NAMES:
+            check.add(f"digests.{name}", f"unknown digest (known: {', '.join(DIGEST_NAMES)})")
+        elif not isinstance(value, str) or _SHA256.fullmatch(value) is None:
+            check.add(f"digests.{name}", "must be a lowercase hex SHA-256")
+        else:
+            digests[name] = value
+    task = item.get("task") or {}
+    if not isinstance(task, dict):
+        check.add("task", "must be an object with name and version")
+        task = {}
+    task_name = _Check.text(check, task, "name", required=False) if task else None
+    task_version = _Check.text(check, task, "version", required=False) if task else None
+    if round_id is None or not isinstance(expected, int) or not is_count(expected):
+        return None
+    return Population(round_id, expected, digests, task_name, task_version)
+
+
+def _trial(check: _Check, item: dict[str, Any]) -> TrialResult | None:
+    round_id = check.ident(item, "round_id")
+    trial_id = check.ident(item, "trial_id")
+    attempt = item.get("trial_attempt")
+    if not is_count(attempt):
+        check.add("trial_attempt", "must be a nonnegative integer")
+    status = item.get("status")
+    if status not in TRIAL_STATUSES:
+        check.add("status", f"must be one of {', '.join(TRIAL_STATUSES)}")
+    eligible = item.get("eligible")
+    if not isinstance(eligible, bool):
+        check.add("eligible", "must be true or false (the producer's training decision)")
+    elif eligible and status in ("infra_error", "unscored"):
+        check.add("eligible", f"a {status} trial cannot be eligible for training")
+    reward = item.get("reward")
+    if reward is not None and finite_float(reward) is None:
+        check.add("reward", "must be a finite number or null")
+    error_type = check.text(item, "error_type", required=False)
+    if check.violations:
+        return None
+    return TrialResult(
+        round_id,  # type: ignore[arg-type]
+        trial_id,  # type: ignore[arg-type]
+        attempt,  # type: ignore[arg-type]
+        status,  # type: ignore[arg-type]
+        eligible,  # type: ignore[arg-type]
+        None if reward is None else float(reward),
+        error_type,
+    )
+
+
+def parse_observation(path: str, item: object) -> tuple[Observation | None, list[Violation]]:
+    if not isinstance(item, dict):
+        return None, [Violation(path, "must be an object")]
+    check = _Check(path)
+    if len(orjson.dumps(item)) > OBSERVATION_MAX_BYTES:
+        check.add("", f"an observation is at most {OBSERVATION_MAX_BYTES // 1024} KiB")
+        return None, check.violations
+    event_id = check.ident(item, "event_id")
+    kind = item.get("type")
+    if kind not in OBSERVATION_TYPES:
+        check.add("type", f"must be one of {', '.join(OBSERVATION_TYPES)}")
+        return None, check.violations
+    step = item.get("step")
+    if step is not None and not is_step(step):
+        check.add("step", f"{STEP_RULE}, or null")
+    name = None
+    if kind in ("event", "distribution"):
+        name = check.text(item, "name", required=True)
+        if name is not None and metric_name_problem(name):
+            check.add("name", "must be 1-128 printable characters")
+    body: dict[str, Any] = {}
+    population = trial = None
+    if kind in ("event", "health"):
+        body["fields"] = _fields(check, item, required=kind == "health")
+    elif kind == "distribution":
+        body["histogram"] = _histogram(check, item)
+        body["fields"] = _fields(check, item, required=False)
+    elif kind == "population":
+        population = _population(check, item)
+    else:
+        trial = _trial(check, item)
+    if check.violations or event_id is None:
+        return None, check.violations
+    if population is not None:
+        body = {
+            "round_id": population.round_id,
+            "expected": population.expected,
+            "digests": population.digests,
+            "task": {"name": population.task_name, "version": population.task_version},
+        }
+    if trial is not None:
+        body = {
+            "round_id": trial.round_id,
+            "trial_id": trial.trial_id,
+            "trial_attempt": trial.trial_attempt,
+            "status": trial.status,
+            "eligible": trial.eligible,
+            "reward": trial.reward,
+            "error_type": trial.error_type,
+        }
+    return Observation(event_id, kind, name, step, body, population, trial), []
+
+
+def parse_observations(body: object) -> list[Observation]:
+    if not isinstance(body, dict):
+        raise malformed("must be a JSON object with an 'events' list")
+    events = body.get("events")
+    if not isinstance(events, list) or not 1 <= len(events) <= OBSERVATION_BATCH_MAX:
+        raise InvalidInput((Violation("events", f"must be a list of 1-{OBSERVATION_BATCH_MAX}"),))
+    parsed: list[Observation] = []
+    violations: list[Violation] = []
+    for index, item in enumerate(events):
+        observation, problems = parse_observation(f"events[{index}]", item)
+        violations += problems
+        if observation is not None:
+            parsed.append(observation)
+    if violations:
+        raise InvalidInput(tuple(violations[:20]))
+    return parsed

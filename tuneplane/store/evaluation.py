@@ -1,0 +1,156 @@
+"""Reads of evaluation outcomes: per-round counts, trial pages, retry histories."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, func, select
+
+from tuneplane.contract.limits import TRIAL_HISTORY_MAX
+from tuneplane.contract.observations import DIGEST_NAMES
+from tuneplane.store.schema import eval_rounds, trial_current, trial_results
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    expected: int
+    digests: dict[str, str | None]
+    task_name: str | None
+    task_version: str | None
+
+
+@dataclass(slots=True)
+class RoundState:
+    round_id: str
+    declaration: Declaration | None = None
+    #: Current outcomes per status.
+    tally: dict[str, int] = field(default_factory=dict)
+
+
+def _declarations(
+    connection: Connection, run_id: int, round_id: str | None
+) -> dict[str, Declaration]:
+    query = select(eval_rounds).where(eval_rounds.c.run_id == run_id)
+    if round_id is not None:
+        query = query.where(eval_rounds.c.round_id == round_id)
+    return {
+        row.round_id: Declaration(
+            expected=int(row.expected),
+            digests={name: getattr(row, name) for name in DIGEST_NAMES},
+            task_name=row.task_name,
+            task_version=row.task_version,
+        )
+        for row in connection.execute(query)
+    }
+
+
+def rounds(connection: Connection, run_id: int, round_id: str | None = None) -> list[RoundState]:
+    """Every round of the run (declared, or known from its results), with status counts
+    over the current outcomes of all reported trials."""
+    query = (
+        select(trial_current.c.round_id, trial_current.c.status, func.count())
+        .where(trial_current.c.run_id == run_id)
+        .group_by(trial_current.c.round_id, trial_current.c.status)
+    )
+    if round_id is not None:
+        query = query.where(trial_current.c.round_id == round_id)
+    states: dict[str, RoundState] = {}
+    for name, declaration in _declarations(connection, run_id, round_id).items():
+        states[name] = RoundState(name, declaration)
+    for name, status, count in connection.execute(query):
+        states.setdefault(name, RoundState(name)).tally[status] = int(count)
+    return [states[name] for name in sorted(states)]
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRow:
+    trial_id: str
+    execution_attempt: int
+    trial_attempt: int
+    status: str
+    eligible: bool
+    reward: float | None
+    attempts: int
+
+
+def trial_page(
+    connection: Connection,
+    run_id: int,
+    round_id: str,
+    status: str | None,
+    after: str | None,
+    limit: int,
+) -> list[TrialRow]:
+    """Current outcomes in trial-id order (keyset pagination), optionally of one status."""
+    query = (
+        select(
+            trial_current.c.trial_id,
+            trial_current.c.execution_attempt,
+            trial_current.c.trial_attempt,
+            trial_current.c.status,
+            trial_current.c.eligible,
+            trial_current.c.reward,
+            trial_current.c.attempts,
+        )
+        .where(trial_current.c.run_id == run_id, trial_current.c.round_id == round_id)
+        .order_by(trial_current.c.trial_id)
+        .limit(limit)
+    )
+    if status is not None:
+        query = query.where(trial_current.c.status == status)
+    if after is not None:
+        query = query.where(trial_current.c.trial_id > after)
+    return [TrialRow(*row) for row in connection.execute(query)]
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRow:
+    execution_attempt: int
+    trial_attempt: int
+    status: str
+    eligible: bool
+    reward: float | None
+    error_type: str | None
+    received_at: float
+
+
+def trial_history(
+    connection: Connection, run_id: int, round_id: str, trial_id: str
+) -> list[AttemptRow]:
+    """A trial's attempts, current first (at most ``TRIAL_HISTORY_MAX``)."""
+    query = (
+        select(
+            trial_results.c.execution_attempt,
+            trial_results.c.trial_attempt,
+            trial_results.c.status,
+            trial_results.c.eligible,
+            trial_results.c.reward,
+            trial_results.c.error_type,
+            trial_results.c.received_at,
+        )
+        .where(
+            trial_results.c.run_id == run_id,
+            trial_results.c.round_id == round_id,
+            trial_results.c.trial_id == trial_id,
+        )
+        .order_by(trial_results.c.execution_attempt.desc(), trial_results.c.trial_attempt.desc())
+        .limit(TRIAL_HISTORY_MAX)
+    )
+    return [AttemptRow(*row) for row in connection.execute(query)]
+
+
+def current_statuses(connection: Connection, run_id: int, round_id: str) -> dict[str, str]:
+    query = select(trial_current.c.trial_id, trial_current.c.status).where(
+        trial_current.c.run_id == run_id, trial_current.c.round_id == round_id
+    )
+    return {trial: status for trial, status in connection.execute(query)}
+
+
+def has_outcomes(connection: Connection, run_id: int) -> bool:
+    """Whether the run ever sent an outcome event (results or a declaration)."""
+    for table in (trial_current, eval_rounds):
+        if connection.execute(
+            select(table.c.run_id).where(table.c.run_id == run_id).limit(1)
+        ).first():
+            return True
+    return False
