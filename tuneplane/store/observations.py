@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, case, select, tuple_
 
-from tuneplane.contract.observations import Observation
+from tuneplane.contract.observations import DIGEST_NAMES, Observation, TrialResult
 from tuneplane.store.credentials import TokenScope
 from tuneplane.store.dialect import upsert
 from tuneplane.store.schema import eval_rounds, observations, trial_current, trial_results
@@ -52,91 +52,102 @@ def write_observations(
         ],
     )
     new_ids = set(inserted.scalars())
-    for observation in unique:
-        if observation.event_id not in new_ids:
-            continue
-        if observation.population is not None:
-            _declare(connection, scope.run_id, observation, now)
-        elif observation.trial is not None:
-            _record_trial(connection, scope, observation, now)
+    fresh = [o for o in unique if o.event_id in new_ids]
+    declarations = [o.population for o in fresh if o.population is not None]
+    if declarations:
+        connection.execute(
+            upsert(connection, eval_rounds).on_conflict_do_nothing(
+                index_elements=[eval_rounds.c.run_id, eval_rounds.c.round_id]
+            ),
+            [
+                {
+                    "run_id": scope.run_id,
+                    "round_id": p.round_id,
+                    "expected": p.expected,
+                    "task_name": p.task_name,
+                    "task_version": p.task_version,
+                    "declared_at": now,
+                    **{name: p.digests.get(name) for name in DIGEST_NAMES},
+                }
+                for p in declarations
+            ],
+        )
+    trials = [o.trial for o in fresh if o.trial is not None]
+    if trials:
+        _record_trials(connection, scope, trials, now)
     return ObservationOutcome(new=len(new_ids), duplicate=len(batch) - len(new_ids))
 
 
-def _declare(connection: Connection, run_id: int, observation: Observation, now: float) -> None:
-    population = observation.population
-    assert population is not None
-    connection.execute(
-        upsert(connection, eval_rounds)
-        .values(
-            run_id=run_id,
-            round_id=population.round_id,
-            expected=population.expected,
-            task_name=population.task_name,
-            task_version=population.task_version,
-            declared_at=now,
-            **{name: population.digests.get(name) for name in ("dataset", "cohort")},
-            **{name: population.digests.get(name) for name in ("verifier", "settings")},
-        )
-        .on_conflict_do_nothing(index_elements=[eval_rounds.c.run_id, eval_rounds.c.round_id])
-    )
-
-
-def _record_trial(
-    connection: Connection, scope: TokenScope, observation: Observation, now: float
+def _record_trials(
+    connection: Connection, scope: TokenScope, trials: list[TrialResult], now: float
 ) -> None:
-    trial = observation.trial
-    assert trial is not None
+    """Store terminal attempts (immutable) and move each trial's current outcome forward."""
+    rows = [
+        {
+            "run_id": scope.run_id,
+            "round_id": t.round_id,
+            "trial_id": t.trial_id,
+            "execution_attempt": scope.attempt,
+            "trial_attempt": t.trial_attempt,
+            "status": t.status,
+            "eligible": t.eligible,
+            "reward": t.reward,
+            "error_type": t.error_type,
+            "received_at": now,
+        }
+        for t in trials
+    ]
+    key = (trial_results.c.round_id, trial_results.c.trial_id, trial_results.c.trial_attempt)
     stored = connection.execute(
-        upsert(connection, trial_results)
-        .values(
-            run_id=scope.run_id,
-            round_id=trial.round_id,
-            trial_id=trial.trial_id,
-            execution_attempt=scope.attempt,
-            trial_attempt=trial.trial_attempt,
-            status=trial.status,
-            eligible=trial.eligible,
-            reward=trial.reward,
-            error_type=trial.error_type,
-            received_at=now,
-        )
-        .on_conflict_do_nothing()
-        .returning(trial_results.c.trial_id)
-    ).first()
-    if stored is None:
-        return
-    new = upsert(connection, trial_current).values(
-        run_id=scope.run_id,
-        round_id=trial.round_id,
-        trial_id=trial.trial_id,
-        execution_attempt=scope.attempt,
-        trial_attempt=trial.trial_attempt,
-        status=trial.status,
-        eligible=trial.eligible,
-        reward=trial.reward,
-        attempts=1,
+        upsert(connection, trial_results).on_conflict_do_nothing().returning(*key), rows
     )
+    new_keys = {(str(a), str(b), int(c)) for a, b, c in stored}
+    fresh = [
+        (trial, row)
+        for trial, row in zip(trials, rows, strict=True)
+        if (trial.round_id, trial.trial_id, trial.trial_attempt) in new_keys
+    ]
+    if not fresh:
+        return
+    new = upsert(connection, trial_current)
     incoming = (new.excluded.execution_attempt, new.excluded.trial_attempt)
     held = (trial_current.c.execution_attempt, trial_current.c.trial_attempt)
     newer = tuple_(*incoming) > tuple_(*held)
-    connection.execute(
-        new.on_conflict_do_update(
-            index_elements=[
-                trial_current.c.run_id,
-                trial_current.c.round_id,
-                trial_current.c.trial_id,
-            ],
-            set_={
-                # An older attempt arriving late only adds to the history count.
-                "execution_attempt": _pick(newer, incoming[0], held[0]),
-                "trial_attempt": _pick(newer, incoming[1], held[1]),
-                "status": _pick(newer, new.excluded.status, trial_current.c.status),
-                "eligible": _pick(newer, new.excluded.eligible, trial_current.c.eligible),
-                "reward": _pick(newer, new.excluded.reward, trial_current.c.reward),
-                "attempts": trial_current.c.attempts + 1,
-            },
-        )
+    statement = new.on_conflict_do_update(
+        index_elements=[trial_current.c.run_id, trial_current.c.round_id, trial_current.c.trial_id],
+        set_={
+            # An older attempt arriving late only adds to the history count.
+            "execution_attempt": _pick(newer, incoming[0], held[0]),
+            "trial_attempt": _pick(newer, incoming[1], held[1]),
+            "status": _pick(newer, new.excluded.status, trial_current.c.status),
+            "eligible": _pick(newer, new.excluded.eligible, trial_current.c.eligible),
+            "reward": _pick(newer, new.excluded.reward, trial_current.c.reward),
+            "attempts": trial_current.c.attempts + 1,
+        },
     )
+    # One row per trial per statement: PostgreSQL refuses to update a row twice in one.
+    by_trial: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for trial, row in fresh:
+        by_trial.setdefault((trial.round_id, trial.trial_id), []).append(row)
+    while by_trial:
+        wave = [rows_of.pop(0) for rows_of in by_trial.values()]
+        connection.execute(
+            statement,
+            [{key: row[key] for key in _CURRENT_COLUMNS} | {"attempts": 1} for row in wave],
+        )
+        by_trial = {key: rows_of for key, rows_of in by_trial.items() if rows_of}
+
+
+_CURRENT_COLUMNS = (
+    "run_id",
+    "round_id",
+    "trial_id",
+    "execution_attempt",
+    "trial_attempt",
+    "status",
+    "eligible",
+    "reward",
+)
 
 
 def _pick(condition: Any, when_true: Any, otherwise: Any) -> Any:
