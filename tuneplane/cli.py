@@ -101,7 +101,10 @@ def _run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"tuneplane run: {exc}", file=sys.stderr)
         return 2
-    return run(options)
+    try:
+        return run(options)
+    except KeyboardInterrupt:  # before the command started; afterwards it gets the signal
+        return 130
 
 
 def build_parser() -> argparse.ArgumentParser:

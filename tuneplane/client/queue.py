@@ -1,0 +1,193 @@
+"""The bounded queue between ``report()`` and the sender thread, and its counters.
+
+``put`` is the caller's hot path: a lock, a capacity check, an append. Everything that
+costs more (validation, batching, JSON, HTTP) happens on the sender thread after ``take``.
+A point stays counted in ``queue_size`` from ``put`` until the sender ``settle``s it as sent
+or dropped, so the capacity bounds the memory of queued and in-flight points together.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Mapping
+from typing import Final
+
+from tuneplane.client.health import Health
+from tuneplane.contract.limits import STEP_MAX
+
+#: Drop reasons decided at the door.
+QUEUE_FULL: Final = "queue full"
+CLOSED: Final = "reporter closed"
+
+#: Queued ``report()`` calls, as two parallel lists: the steps (checked later) and private
+#: copies of the metrics.
+Taken = tuple[list[object], list[dict[object, object]]]
+
+
+class PointQueue:
+    def __init__(self, capacity: int, wake_at: int, wake: threading.Event) -> None:
+        if capacity < 1:
+            raise ValueError("queue capacity must be at least 1 point")
+        self.capacity = capacity
+        self._wake_at = wake_at
+        self._wake = wake
+        self._lock = threading.Lock()
+        self._settled_changed = threading.Condition(self._lock)
+        # Two lists rather than one of (step, metrics) tuples: a tuple holding a dict stays
+        # tracked by the garbage collector, and a full queue of them made full collections
+        # both more frequent and longer (tens of ms on the training thread). A dict of
+        # floats is not tracked at all.
+        self._steps: list[object] = []
+        self._metrics: list[dict[object, object]] = []
+        self._waiting = 0  # points in the two lists
+        self._pending = 0  # points in the two lists or taken but not settled
+        self._settled = 0  # points queued, then sent or dropped
+        self._limit = capacity  # -1 once closed: one comparison refuses both cases
+        self._next_step = 0
+        self._woken = False
+        self._closed = False
+        self._abandoned = False
+        self._sent = 0
+        self._invalid = 0
+        self._failed_sends = 0
+        self._dropped: Counter[str] = Counter()
+
+    def put(self, metrics: dict[object, object], step: object) -> bool:
+        """Queue one call's points; False when they were dropped instead (full, closed).
+
+        The training thread's hot path: keep it to a few attribute updates."""
+        points = len(metrics)
+        with self._lock:
+            if step is None:
+                step = self._next_step
+                self._next_step = step + 1
+            elif step.__class__ is int and 0 <= step <= STEP_MAX:
+                self._next_step = step + 1
+            else:
+                step = self._unusual_step(step)
+            if self._pending + points > self._limit:
+                self._dropped[CLOSED if self._closed else QUEUE_FULL] += points
+                return False
+            self._pending += points
+            self._waiting += points
+            self._steps.append(step)
+            self._metrics.append(metrics)
+            if self._waiting < self._wake_at or self._woken:
+                return True
+            self._woken = True
+        self._wake.set()
+        return True
+
+    def _unusual_step(self, step: object) -> object:
+        """A numpy or torch integer as an ``int``. A step that is no valid integer is queued
+        as it is and refused, counted, by the sender; the automatic counter carries on from
+        the last good one."""
+        value = _step_value(step)
+        if value.__class__ is int and 0 <= value <= STEP_MAX:
+            self._next_step = value + 1
+        return value
+
+    def refuse(self, reason: str, points: int) -> None:
+        """Count points refused before queueing (bad input)."""
+        with self._lock:
+            self._dropped[reason] += points
+
+    def take(self) -> Taken:
+        """Everything queued so far, for the sender; the points stay pending until settled."""
+        with self._lock:
+            taken = (self._steps, self._metrics)
+            self._steps, self._metrics = [], []
+            self._waiting = 0
+            self._woken = False
+        return taken
+
+    def settle(
+        self, *, sent: int = 0, invalid: int = 0, dropped: Mapping[str, int] | None = None
+    ) -> None:
+        """Points taken earlier reached their end: sent (``invalid`` of them as NaN/inf
+        entries) or dropped, by reason."""
+        with self._lock:
+            if self._abandoned:
+                return
+            lost = 0
+            if dropped:
+                for reason, count in dropped.items():
+                    if count:
+                        self._dropped[reason] += count
+                        lost += count
+            self._sent += sent
+            self._invalid += invalid
+            self._pending -= sent + lost
+            self._settled += sent + lost
+            self._settled_changed.notify_all()
+
+    def count_failed_send(self) -> None:
+        with self._lock:
+            self._failed_sends += 1
+
+    def close(self) -> None:
+        """Refuse further points (they count as dropped: reporter closed)."""
+        with self._lock:
+            self._closed = True
+            self._limit = -1
+
+    def drain_as_dropped(self, reason: str, *, abandon: bool = False) -> None:
+        """Give up on every pending point (the sender broke, or is out of time). With
+        ``abandon``, later settlements are ignored: the sender outlived its deadline and
+        whatever it still does is not waited for."""
+        with self._lock:
+            self._abandoned = self._abandoned or abandon
+            self._steps, self._metrics = [], []
+            self._waiting = 0
+            if self._pending:
+                self._dropped[reason] += self._pending
+                self._settled += self._pending
+                self._pending = 0
+            self._settled_changed.notify_all()
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    def mark(self) -> int:
+        """A position to flush up to: every point queued until now."""
+        with self._lock:
+            return self._settled + self._pending
+
+    def wait_settled(self, mark: int, timeout: float) -> bool:
+        """Wait until every point queued before ``mark`` was sent or dropped."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._settled < mark:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._settled_changed.wait(remaining)
+            return True
+
+    def health(self) -> Health:
+        with self._lock:
+            return Health(
+                queued=self._settled + self._pending,
+                sent=self._sent,
+                dropped=sum(self._dropped.values()),
+                failed_sends=self._failed_sends,
+                queue_size=self._pending,
+                queue_capacity=self.capacity,
+                invalid=self._invalid,
+                dropped_by_reason=dict(self._dropped),
+            )
+
+
+def _step_value(step: object) -> object:
+    """A numpy or torch integer as an ``int``; anything else unchanged (refused later)."""
+    index = getattr(step, "__index__", None)
+    if index is None or step.__class__ is bool:
+        return step
+    try:
+        value: object = index()
+    except Exception:
+        return step
+    return value

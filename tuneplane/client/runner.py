@@ -1,0 +1,365 @@
+"""``tuneplane run --project P --run R -- CMD ARGS…``: run a training command with telemetry.
+
+The runner creates (or resumes) the run with the user's API key, starts an execution
+attempt to get an ingest token, and starts the command with ``TUNEPLANE_JOB_*`` in its
+environment so that ``tuneplane.report()`` inside it knows where to send. It reports the
+attempt's status, forwards the command's stdout and stderr line by line to the server while
+echoing them unchanged, passes SIGINT/SIGTERM on to the command, and exits with its code.
+
+Telemetry never stops training: when the server cannot be reached, or refuses the key, the
+runner says so on stderr and runs the command anyway, untracked.
+
+Exit codes: the command's own code; ``128 + N`` when it was killed by signal N (as a shell
+reports it; the status sent to the server carries Python's ``-N``); 127 when the command
+could not be started; 2 for a usage error of the runner itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any, BinaryIO, Final
+
+import httpx
+
+from tuneplane.client.errors import DeliveryFailed
+from tuneplane.client.logs import LineSplitter, LogShipper
+from tuneplane.client.reporter import Reporter
+from tuneplane.client.settings import FLUSH_TIMEOUT_DEFAULT, flush_timeout
+from tuneplane.client.transport import RetryPolicy, Transport
+from tuneplane.contract import environment
+from tuneplane.contract.datadir import resolve_data_dir
+from tuneplane.contract.ids import id_problem
+from tuneplane.contract.limits import RUN_CONFIG_MAX_BYTES
+from tuneplane.contract.protocol import RunStatus
+
+#: Setting up is retried briefly: a server that is down must not delay training for long.
+SETUP_RETRY: Final = RetryPolicy(attempts=3, first_delay=0.25, max_delay=1.0)
+SETUP_TIMEOUT: Final = 5.0
+#: Seconds to wait for the pipes to close once the command exited (a daemon it started
+#: may hold them open for ever).
+PIPE_GRACE: Final = 5.0
+_JOB_VARIABLES: Final = (
+    environment.JOB_ENDPOINT,
+    environment.JOB_RUN_ID,
+    environment.JOB_TOKEN,
+    environment.JOB_ATTEMPT,
+)
+
+
+class UsageError(Exception):
+    """The runner's own arguments are wrong: exit 2 before anything runs."""
+
+
+class SetupFailed(Exception):
+    """Telemetry could not be set up; the command runs untracked."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerOptions:
+    project: str
+    run: str
+    command: tuple[str, ...]
+    server: str
+    api_key: str | None
+    config: dict[str, Any] | None = None
+    flush_timeout: float = FLUSH_TIMEOUT_DEFAULT
+
+    def __repr__(self) -> str:  # the API key never prints
+        return f"RunnerOptions({self.project}/{self.run}, server={self.server!r})"
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        project: str,
+        run: str,
+        command: Sequence[str],
+        config: str | None = None,
+        server: str | None = None,
+        data_dir: str | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> RunnerOptions:
+        """Options from the command line and the environment; :class:`UsageError` when
+        they are wrong."""
+        env = os.environ if environ is None else environ
+        for label, value in (("--project", project), ("--run", run)):
+            problem = id_problem(value)
+            if problem is not None:
+                raise UsageError(f"{label} {value!r}: {problem}")
+        args = list(command)
+        if args and args[0] == "--":
+            args = args[1:]
+        if not args:
+            raise UsageError("no command given: tuneplane run --project P --run R -- CMD ARGS…")
+        return cls(
+            project=project,
+            run=run,
+            command=tuple(args),
+            server=(server or env.get(environment.URL) or environment.DEFAULT_URL).rstrip("/"),
+            api_key=_api_key(data_dir, env),
+            config=_parse_config(config),
+            flush_timeout=flush_timeout(env),
+        )
+
+
+def _api_key(data_dir: str | None, env: Mapping[str, str]) -> str | None:
+    key = env.get(environment.API_KEY, "").strip()
+    if key:
+        return key
+    path = resolve_data_dir(data_dir, env) / environment.ADMIN_KEY_FILE
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _parse_config(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text()
+        except OSError as exc:
+            raise UsageError(f"--config: cannot read {text[1:]}: {exc.strerror}") from exc
+    try:
+        config = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--config is not valid JSON: {exc}") from exc
+    if not isinstance(config, dict):
+        raise UsageError("--config must be a JSON object")
+    size = len(json.dumps(config, separators=(",", ":")).encode())
+    if size > RUN_CONFIG_MAX_BYTES:
+        raise UsageError(f"--config is {size} bytes; at most {RUN_CONFIG_MAX_BYTES} allowed")
+    return config
+
+
+# -- setting up: the run, the attempt, the token ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One execution attempt with telemetry."""
+
+    attempt: int
+    token: str
+    reporter: Reporter
+    logs: LogShipper
+
+    def __repr__(self) -> str:
+        return f"Session(attempt={self.attempt})"
+
+
+def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None = None) -> Session:
+    """Create or resume the run and start an attempt; :class:`SetupFailed` says why not."""
+    if options.api_key is None:
+        raise SetupFailed(
+            f"no API key: set {environment.API_KEY}, or run where `tuneplane serve` wrote "
+            f"{environment.ADMIN_KEY_FILE} in its data directory (--data-dir)"
+        )
+    api = Transport(options.server, options.api_key, timeout=SETUP_TIMEOUT, transport=transport)
+    try:
+        runs = f"/api/v1/projects/{options.project}/runs"
+        body: dict[str, object] = {"run": options.run}
+        if options.config is not None:
+            body["config"] = options.config
+        _call(api, runs, body, "create the run")
+        answer = _call(api, f"{runs}/{options.run}/attempts", {}, "start an attempt")
+    finally:
+        api.close()
+    try:
+        attempt, token = int(answer["attempt"]), str(answer["token"])
+    except (TypeError, KeyError, ValueError) as exc:
+        raise SetupFailed(f"unexpected answer to starting an attempt: {answer!r}") from exc
+    reporter = Reporter(
+        options.server,
+        f"{options.project}/{options.run}",
+        token,
+        attempt=attempt,
+        transport=transport,
+    )
+    logs = LogShipper(Transport(options.server, token, transport=transport))
+    return Session(attempt, token, reporter, logs)
+
+
+def _call(api: Transport, path: str, body: object, what: str) -> Any:
+    outcome = api.post(path, body, retry=SETUP_RETRY)
+    if outcome.delivered:
+        return outcome.body
+    if outcome.status in (401, 403):
+        why = f"the server refused the API key ({outcome.status})"
+    elif outcome.status is None:
+        why = f"{api.base_url} is unreachable ({outcome.detail})"
+    else:
+        why = f"{outcome.reason}: {outcome.detail}"
+    raise SetupFailed(f"could not {what}: {why}")
+
+
+def child_environment(
+    base: Mapping[str, str], options: RunnerOptions, session: Session | None
+) -> dict[str, str]:
+    """The command's environment: ours, with the attempt's ``TUNEPLANE_JOB_*`` (or none of
+    them, when telemetry is off, so that an outer run's token is not reused)."""
+    env = {k: v for k, v in base.items() if k not in _JOB_VARIABLES}
+    # A Python child writing to a pipe would buffer its output in blocks; logs are live.
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    if session is not None:
+        env[environment.JOB_ENDPOINT] = options.server
+        env[environment.JOB_RUN_ID] = f"{options.project}/{options.run}"
+        env[environment.JOB_TOKEN] = session.token
+        env[environment.JOB_ATTEMPT] = str(session.attempt)
+    return env
+
+
+# -- running the command -------------------------------------------------------------------
+
+
+def _pump(source: IO[bytes], echo: BinaryIO | None, stream: str, logs: LogShipper | None) -> None:
+    """Copy the child's output to ours as it comes (partial lines too: progress bars), and
+    hand complete lines to the log shipper."""
+    splitter = LineSplitter()
+    fd = source.fileno()
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        if echo is not None:
+            try:
+                echo.write(chunk)
+                echo.flush()
+            except (OSError, ValueError):
+                echo = None  # our own output is gone; keep draining the child's
+        if logs is not None:
+            for line in splitter.feed(chunk):
+                logs.add(stream, line)
+    if logs is not None:
+        for line in splitter.end():
+            logs.add(stream, line)
+
+
+class _Signals:
+    """Passes SIGINT and SIGTERM on to the command and remembers that one came."""
+
+    FORWARDED: Final = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self._process = process
+        self.received: int | None = None
+        self._previous = {sig: signal.signal(sig, self._forward) for sig in self.FORWARDED}
+
+    def _forward(self, signum: int, _frame: FrameType | None) -> None:
+        self.received = signum
+        if signum == signal.SIGINT and _terminal_sent_sigint():
+            return  # Ctrl-C reached the whole foreground process group, the command too
+        with contextlib.suppress(ProcessLookupError):
+            self._process.send_signal(signum)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def _terminal_sent_sigint() -> bool:
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def final_status(returncode: int, signalled: bool) -> RunStatus:
+    if signalled:
+        return "cancelled"
+    return "succeeded" if returncode == 0 else "failed"
+
+
+def exit_code(returncode: int) -> int:
+    """The runner's exit code: the command's, or 128 + N when signal N killed it."""
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+def _say(message: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(f"tuneplane: {message}", file=sys.stderr, flush=True)
+
+
+def _report_status(
+    session: Session, status: RunStatus, code: int | None = None, timeout: float | None = None
+) -> None:
+    try:
+        session.reporter.status(status, code, timeout=timeout)
+    except DeliveryFailed as exc:
+        _say(f"warning: {exc}")
+
+
+def _finish(session: Session, options: RunnerOptions, status: RunStatus, code: int) -> None:
+    """Send the remaining log lines, then the final status, each for at most the flush
+    timeout; say what was lost."""
+    summary = session.logs.close(options.flush_timeout).loss_summary()
+    _report_status(session, status, code, timeout=options.flush_timeout)
+    session.reporter.close(0)
+    if summary is not None:
+        _say(summary.removeprefix("tuneplane: "))
+
+
+def run(options: RunnerOptions, transport: httpx.BaseTransport | None = None) -> int:
+    """Run the command to its end; returns the exit code for the runner."""
+    session: Session | None = None
+    try:
+        session = open_session(options, transport)
+    except SetupFailed as exc:
+        _say(f"warning: telemetry is off for this run: {exc}. Running the command anyway.")
+    else:
+        _say(
+            f"reporting {options.project}/{options.run} (attempt {session.attempt}) "
+            f"to {options.server}"
+        )
+    env = child_environment(os.environ, options, session)
+    try:
+        process = subprocess.Popen(
+            options.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+    except OSError as exc:
+        _say(f"cannot start {options.command[0]!r}: {exc.strerror or exc}")
+        if session is not None:
+            _finish(session, options, "failed", 127)
+        return 127
+    signals = _Signals(process)
+    try:
+        logs = session.logs if session is not None else None
+        pumps = [
+            threading.Thread(
+                target=_pump,
+                args=(pipe, echo, stream, logs),
+                name=f"tuneplane-{stream}",
+                daemon=True,
+            )
+            for pipe, echo, stream in (
+                (process.stdout, getattr(sys.stdout, "buffer", None), "stdout"),
+                (process.stderr, getattr(sys.stderr, "buffer", None), "stderr"),
+            )
+        ]
+        for pump in pumps:
+            pump.start()
+        if session is not None:
+            _report_status(session, "running")
+        returncode = process.wait()
+        for pump in pumps:
+            pump.join(PIPE_GRACE)
+        if session is not None:
+            status = final_status(returncode, signals.received is not None)
+            _finish(session, options, status, returncode)
+    finally:
+        signals.restore()
+    return exit_code(returncode)

@@ -1,0 +1,203 @@
+"""HTTP to the tuneplane server: one keep-alive ``httpx.Client``, JSON bodies, bounded
+retries with exponential backoff.
+
+A request ends in one of three ways, told apart by :class:`Outcome`: delivered (2xx),
+rejected (a 4xx other than 408/425/429: retrying cannot help), or failed (transport errors
+and 5xx, after every retry). The credential is sent as ``Authorization: Bearer`` and never
+appears in a message, a repr or a log line.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import httpx
+import orjson
+
+from tuneplane import __version__
+
+#: Statuses worth retrying besides 5xx: the request was fine, the server was busy.
+_RETRYABLE: Final = frozenset({408, 425, 429})
+_JSON_HEADERS: Final = {"Content-Type": "application/json"}
+
+#: Seconds the first attempt may take even when the deadline is closer than that.
+_FIRST_ATTEMPT_MIN_TIMEOUT: Final = 1.0
+#: Why something was not sent when time ran out before its first attempt.
+OUT_OF_TIME: Final = "not sent in time"
+#: Why something was not sent when the server could not be reached.
+UNREACHABLE: Final = "server unreachable"
+
+#: A callable answering the monotonic time after which no more attempts are made.
+DeadlineFn = Callable[[], float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """``attempts`` tries in all; the pause after failure n is ``first_delay * 2**(n-1)``,
+    at most ``max_delay``, with up to 25 % random jitter so workers do not retry in step."""
+
+    attempts: int = 6
+    first_delay: float = 0.25
+    max_delay: float = 8.0
+
+    def delay(self, failures: int) -> float:
+        base: float = min(self.max_delay, self.first_delay * 2.0 ** (failures - 1))
+        return base * (1.0 + 0.25 * random.random())  # noqa: S311 - jitter, not security
+
+
+#: One try and no pause: heartbeats, and quick probes.
+NO_RETRY: Final = RetryPolicy(attempts=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a request ended. ``reason`` is a short phrase for summaries ("server
+    unreachable", "rejected by server (422 invalid)"); ``detail`` says more for a log."""
+
+    delivered: bool
+    status: int | None = None
+    body: Any = None
+    reason: str = ""
+    detail: str = ""
+
+    @property
+    def rejected(self) -> bool:
+        """The server refused the request itself: retrying cannot help."""
+        return not self.delivered and self.status is not None and _final_refusal(self.status)
+
+
+def _final_refusal(status: int) -> bool:
+    return 400 <= status < 500 and status not in _RETRYABLE
+
+
+def _error_summary(response: httpx.Response) -> tuple[str, str]:
+    """``(code, message)`` from the server's one JSON error shape, tolerating others."""
+    try:
+        error = response.json().get("error", {})
+        return str(error.get("code", "")), str(error.get("message", ""))
+    except (ValueError, AttributeError):
+        return "", response.text[:200]
+
+
+class Transport:
+    """POSTs JSON to one server as one credential. Thread-safe: the sender thread and the
+    caller of a strict method may use it at once.
+
+    ``transport`` is handed to ``httpx.Client``: pass ``httpx.MockTransport`` or a
+    transport of your own to route requests elsewhere (tests, proxies).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        credential: str,
+        *,
+        timeout: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._timeout = timeout
+        self._client = httpx.Client(
+            base_url=self.base_url,
+            headers={
+                "Authorization": f"Bearer {credential}",
+                "User-Agent": f"tuneplane-sdk/{__version__}",
+            },
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+            transport=transport,
+            limits=httpx.Limits(max_connections=4, max_keepalive_connections=4),
+        )
+
+    def __repr__(self) -> str:
+        return f"Transport({self.base_url!r})"
+
+    def close(self) -> None:
+        self._client.close()
+
+    def post(
+        self,
+        path: str,
+        body: object,
+        *,
+        retry: RetryPolicy,
+        deadline: DeadlineFn | None = None,
+        interrupt: threading.Event | None = None,
+        on_failed_attempt: Callable[[], None] | None = None,
+    ) -> Outcome:
+        """POST ``body`` as JSON until it is delivered, rejected, or ``retry`` runs out.
+
+        ``on_failed_attempt`` is called for every attempt that did not deliver.
+        ``deadline()`` is read before every retry and pause, so a deadline set while this
+        call waits (``close()``) still applies; the first attempt is made in any case.
+        ``interrupt`` cuts a pause short so that the deadline is read at once.
+        """
+        # orjson, not json: the standard encoder holds the GIL for ~2.4 ms on a 2,048-point
+        # batch (float repr), long enough to stall the training thread; orjson takes 0.1 ms.
+        content = orjson.dumps(body)
+        failures = 0
+        last: Outcome | None = None
+        while True:
+            timeout = self._timeout
+            limit = deadline() if deadline is not None else None
+            if limit is not None:
+                remaining = limit - time.monotonic()
+                if remaining <= 0 and last is not None:
+                    return last
+                # The first attempt is always made, with a short timeout at least.
+                timeout = min(timeout, max(remaining, _FIRST_ATTEMPT_MIN_TIMEOUT))
+            outcome = last = self._attempt(path, content, timeout)
+            if outcome.delivered:
+                return outcome
+            if on_failed_attempt is not None:
+                on_failed_attempt()
+            if outcome.rejected:
+                return outcome
+            failures += 1
+            if failures >= retry.attempts:
+                return outcome
+            self._pause(retry.delay(failures), deadline, interrupt)
+
+    def _attempt(self, path: str, content: bytes, timeout: float) -> Outcome:
+        try:
+            response = self._client.post(
+                path, content=content, headers=_JSON_HEADERS, timeout=timeout
+            )
+        except httpx.TransportError as exc:
+            return Outcome(False, reason=UNREACHABLE, detail=_describe(exc))
+        status = response.status_code
+        if 200 <= status < 300:
+            try:
+                answer = response.json() if response.content else None
+            except ValueError:
+                answer = None
+            return Outcome(True, status, answer)
+        code, message = _error_summary(response)
+        if _final_refusal(status):
+            label = f"{status} {code}".strip()
+            return Outcome(False, status, reason=f"rejected by server ({label})", detail=message)
+        return Outcome(False, status, reason=f"server error ({status})", detail=message)
+
+    @staticmethod
+    def _pause(
+        seconds: float, deadline: DeadlineFn | None, interrupt: threading.Event | None
+    ) -> None:
+        end = time.monotonic() + seconds
+        if interrupt is None:
+            time.sleep(seconds)
+            return
+        if interrupt.wait(seconds):
+            # Interrupted: a deadline has just been set; sleep no longer than it allows.
+            limit = deadline() if deadline is not None else None
+            if limit is not None:
+                end = min(end, limit)
+            time.sleep(max(0.0, end - time.monotonic()))
+
+
+def _describe(exc: httpx.TransportError) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"
