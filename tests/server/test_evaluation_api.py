@@ -302,3 +302,43 @@ def test_matched_evidence_says_which_condition_failed(api: TestClient) -> None:
     ]
     moves = answer["transitions"]
     assert (moves["success_to_failure"], moves["missing_left"], moves["missing_right"]) == (1, 1, 1)
+
+
+def test_counts_follow_current_outcomes_in_any_arrival_order(api: TestClient) -> None:
+    import random
+
+    from tuneplane.evaluation.outcomes import TrialAttempt, count_round, current_outcomes
+
+    rng = random.Random(11)
+    first, second = attempt(api), attempt(api)
+    reported = []
+    for n in range(30):
+        for execution, token in ((1, first), (2, second)):
+            for trial_attempt in range(rng.randint(0, 2)):
+                status = rng.choice(["success", "failure", "infra_error", "unscored"])
+                reported.append((token, TrialAttempt(f"q{n}", execution, trial_attempt, status)))
+    rng.shuffle(reported)
+    for start in range(0, len(reported), 7):
+        chunk = reported[start : start + 7]
+        for token in (first, second):
+            events = [
+                trial(
+                    f"e{a.trial_id}-{a.execution_attempt}-{a.trial_attempt}",
+                    a.trial_id,
+                    a.status,
+                    a.trial_attempt,
+                )
+                for t, a in chunk
+                if t is token
+            ]
+            if events:
+                assert send(api, token, *events).status_code == 200
+    expected = count_round(current_outcomes(a for _, a in reported).values(), expected=None)
+    (state,) = rounds(api)["rounds"]
+    assert state["counts"] == {
+        "success": expected.success,
+        "failure": expected.failure,
+        "infra_error": expected.infra_error,
+        "unscored": expected.unscored,
+        "reported": expected.reported,
+    }

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, select
 
 from tuneplane.contract.limits import TRIAL_HISTORY_MAX
 from tuneplane.contract.observations import DIGEST_NAMES
-from tuneplane.store.schema import eval_rounds, trial_current, trial_results
+from tuneplane.store.schema import eval_rounds, round_tallies, trial_current, trial_results
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,13 +47,11 @@ def _declarations(
 def rounds(connection: Connection, run_id: int, round_id: str | None = None) -> list[RoundState]:
     """Every round of the run (declared, or known from its results), with status counts
     over the current outcomes of all reported trials."""
-    query = (
-        select(trial_current.c.round_id, trial_current.c.status, func.count())
-        .where(trial_current.c.run_id == run_id)
-        .group_by(trial_current.c.round_id, trial_current.c.status)
+    query = select(round_tallies.c.round_id, round_tallies.c.status, round_tallies.c.count).where(
+        round_tallies.c.run_id == run_id, round_tallies.c.count > 0
     )
     if round_id is not None:
-        query = query.where(trial_current.c.round_id == round_id)
+        query = query.where(round_tallies.c.round_id == round_id)
     states: dict[str, RoundState] = {}
     for name, declaration in _declarations(connection, run_id, round_id).items():
         states[name] = RoundState(name, declaration)

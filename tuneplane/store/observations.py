@@ -8,15 +8,22 @@ trial's current outcome moves only to a higher (execution attempt, trial attempt
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, case, select, tuple_
+from sqlalchemy import Connection, insert, select, text, tuple_, update
 
 from tuneplane.contract.observations import DIGEST_NAMES, Observation, TrialResult
 from tuneplane.store.credentials import TokenScope
 from tuneplane.store.dialect import upsert
-from tuneplane.store.schema import eval_rounds, observations, trial_current, trial_results
+from tuneplane.store.schema import (
+    eval_rounds,
+    observations,
+    round_tallies,
+    trial_current,
+    trial_results,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +39,9 @@ def write_observations(
     connection: Connection, scope: TokenScope, batch: list[Observation]
 ) -> ObservationOutcome:
     now = time.time()
+    if connection.dialect.name == "postgresql":
+        # One writer of a run's outcomes at a time, so tallies follow current outcomes.
+        connection.execute(text("SELECT pg_advisory_xact_lock(:run)"), {"run": scope.run_id})
     unique = list({o.event_id: o for o in reversed(batch)}.values())[::-1]
     inserted = connection.execute(
         upsert(connection, observations)
@@ -97,9 +107,13 @@ def _record_trials(
         }
         for t in trials
     ]
-    key = (trial_results.c.round_id, trial_results.c.trial_id, trial_results.c.trial_attempt)
+    identity = (
+        trial_results.c.round_id,
+        trial_results.c.trial_id,
+        trial_results.c.trial_attempt,
+    )
     stored = connection.execute(
-        upsert(connection, trial_results).on_conflict_do_nothing().returning(*key), rows
+        upsert(connection, trial_results).on_conflict_do_nothing().returning(*identity), rows
     )
     new_keys = {(str(a), str(b), int(c)) for a, b, c in stored}
     fresh = [
@@ -109,33 +123,81 @@ def _record_trials(
     ]
     if not fresh:
         return
-    new = upsert(connection, trial_current)
-    incoming = (new.excluded.execution_attempt, new.excluded.trial_attempt)
-    held = (trial_current.c.execution_attempt, trial_current.c.trial_attempt)
-    newer = tuple_(*incoming) > tuple_(*held)
-    statement = new.on_conflict_do_update(
-        index_elements=[trial_current.c.run_id, trial_current.c.round_id, trial_current.c.trial_id],
-        set_={
-            # An older attempt arriving late only adds to the history count.
-            "execution_attempt": _pick(newer, incoming[0], held[0]),
-            "trial_attempt": _pick(newer, incoming[1], held[1]),
-            "status": _pick(newer, new.excluded.status, trial_current.c.status),
-            "eligible": _pick(newer, new.excluded.eligible, trial_current.c.eligible),
-            "reward": _pick(newer, new.excluded.reward, trial_current.c.reward),
-            "attempts": trial_current.c.attempts + 1,
-        },
-    )
-    # One row per trial per statement: PostgreSQL refuses to update a row twice in one.
-    by_trial: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    held = _current(connection, scope.run_id, {(t.round_id, t.trial_id) for t, _ in fresh})
+    tally: Counter[tuple[str, str]] = Counter()
     for trial, row in fresh:
-        by_trial.setdefault((trial.round_id, trial.trial_id), []).append(row)
-    while by_trial:
-        wave = [rows_of.pop(0) for rows_of in by_trial.values()]
+        key = (trial.round_id, trial.trial_id)
+        before = held.get(key)
+        incoming = (scope.attempt, trial.trial_attempt)
+        if before is None:
+            tally[(trial.round_id, trial.status)] += 1
+        elif incoming > before[0]:
+            tally[(trial.round_id, before[1])] -= 1
+            tally[(trial.round_id, trial.status)] += 1
+        else:
+            # An older attempt arriving late only adds to the history.
+            connection.execute(
+                update(trial_current)
+                .where(
+                    trial_current.c.run_id == scope.run_id,
+                    trial_current.c.round_id == trial.round_id,
+                    trial_current.c.trial_id == trial.trial_id,
+                )
+                .values(attempts=trial_current.c.attempts + 1)
+            )
+            continue
+        values = {column: row[column] for column in _CURRENT_COLUMNS}
+        if before is None:
+            connection.execute(insert(trial_current).values(**values, attempts=1))
+        else:
+            connection.execute(
+                update(trial_current)
+                .where(
+                    trial_current.c.run_id == scope.run_id,
+                    trial_current.c.round_id == trial.round_id,
+                    trial_current.c.trial_id == trial.trial_id,
+                )
+                .values(**values, attempts=trial_current.c.attempts + 1)
+            )
+        held[key] = (incoming, trial.status)
+    changes = [
+        {"run_id": scope.run_id, "round_id": round_id, "status": status, "count": delta}
+        for (round_id, status), delta in tally.items()
+        if delta
+    ]
+    if changes:
+        statement = upsert(connection, round_tallies)
         connection.execute(
-            statement,
-            [{key: row[key] for key in _CURRENT_COLUMNS} | {"attempts": 1} for row in wave],
+            statement.on_conflict_do_update(
+                index_elements=[
+                    round_tallies.c.run_id,
+                    round_tallies.c.round_id,
+                    round_tallies.c.status,
+                ],
+                set_={"count": round_tallies.c.count + statement.excluded["count"]},
+            ),
+            changes,
         )
-        by_trial = {key: rows_of for key, rows_of in by_trial.items() if rows_of}
+
+
+def _current(
+    connection: Connection, run_id: int, trials: set[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[tuple[int, int], str]]:
+    """The current (execution attempt, trial attempt) and status of these trials."""
+    query = select(
+        trial_current.c.round_id,
+        trial_current.c.trial_id,
+        trial_current.c.execution_attempt,
+        trial_current.c.trial_attempt,
+        trial_current.c.status,
+    ).where(
+        trial_current.c.run_id == run_id,
+        tuple_(trial_current.c.round_id, trial_current.c.trial_id).in_(sorted(trials)),
+    )
+    return {
+        (round_id, trial_id): ((int(execution), int(attempt)), str(status))
+        for round_id, trial_id, execution, attempt, status in connection.execute(query)
+    }
 
 
 _CURRENT_COLUMNS = (
@@ -148,10 +210,6 @@ _CURRENT_COLUMNS = (
     "eligible",
     "reward",
 )
-
-
-def _pick(condition: Any, when_true: Any, otherwise: Any) -> Any:
-    return case((condition, when_true), else_=otherwise)
 
 
 @dataclass(frozen=True, slots=True)

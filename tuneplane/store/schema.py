@@ -240,3 +240,13 @@ Index(
     trial_current.c.status,
     trial_current.c.trial_id,
 )
+
+# Current outcomes per status of each round, kept at ingest: counts are read, never scanned.
+round_tallies = Table(
+    "round_tallies",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True),
+    Column("round_id", String(128), primary_key=True),
+    Column("status", String(16), primary_key=True),
+    Column("count", BigInteger, nullable=False),
+)

@@ -69,6 +69,13 @@ def upgrade() -> None:
         sa.Column("reward", sa.Float(), nullable=True),
         sa.Column("attempts", sa.Integer(), nullable=False),
     )
+    op.create_table(
+        "round_tallies",
+        sa.Column("run_id", sa.Integer(), sa.ForeignKey("runs.id"), primary_key=True),
+        sa.Column("round_id", sa.String(128), primary_key=True),
+        sa.Column("status", sa.String(16), primary_key=True),
+        sa.Column("count", sa.BigInteger(), nullable=False),
+    )
     op.create_index(
         "ix_trial_current_status",
         "trial_current",
@@ -77,5 +84,11 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in ("trial_current", "trial_results", "eval_rounds", "observations"):
+    for table in (
+        "round_tallies",
+        "trial_current",
+        "trial_results",
+        "eval_rounds",
+        "observations",
+    ):
         op.drop_table(table)
