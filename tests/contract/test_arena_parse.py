@@ -318,8 +318,10 @@ ids = st.text(ID_CHARS, min_size=1, max_size=128)
 
 
 def alert_text(*, min_size: int = 0, max_size: int) -> st.SearchStrategy[str]:
-    """Any text an alert may carry: everything but NUL, which PostgreSQL cannot store."""
-    return st.text(st.characters(blacklist_characters="\x00"), min_size=min_size, max_size=max_size)
+    """Any text an alert may carry: Unicode (no lone surrogates) without NUL, which
+    PostgreSQL cannot store."""
+    characters = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
+    return st.text(characters, min_size=min_size, max_size=max_size)
 
 
 printable = st.characters(

@@ -984,3 +984,29 @@ def test_unknown_project_run_or_metric_is_404(client: TestClient) -> None:
     for path in paths:
         error = error_of(client.get(path), 404)
         assert error["code"] == "not_found", path
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"alerts": [{"project": "p", "run": "r", "alert_id": "a", "title": "x\\ud800",'
+        b' "level": "info"}]}',
+        b'{"logs": [{"project": "p", "run": "r", "log_id": "a", "step": 1, "metrics": {"m": 1},'
+        b' "config": {"model": "\\udc00"}}]}',
+        b'{"logs": [{"project": "p", "run": "r", "log_id": "a", "step": 1,'
+        b' "metrics": {"m": NaN, "n\\ud800": 1}}]}',
+    ],
+)
+def test_lone_surrogates_are_refused_not_stored(client: TestClient, raw: bytes) -> None:
+    response = post(client, raw)
+    assert error_of(response, 400)["details"][0]["field"] == "body"
+    assert client.get("/api/v1/projects").json() == []
+
+
+def test_escaped_surrogate_pairs_are_ordinary_text(client: TestClient) -> None:
+    raw = (
+        b'{"alerts": [{"project": "p", "run": "r", "alert_id": "a", "title": "ok \\ud83d\\ude00",'
+        b' "level": "info"}]}'
+    )
+    assert post(client, raw).status_code == 200
+    assert client.get("/api/v1/projects/p/runs/r/alerts").json()[0]["title"] == "ok \U0001f600"

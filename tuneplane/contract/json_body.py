@@ -34,6 +34,13 @@ def decode_json_body(raw: bytes) -> Any:
     # orjson is strict JSON; Python's json.dumps writes NaN/Infinity, which we want to
     # refuse with the field's name rather than as a syntax error.
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        decoded = json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
         raise malformed(f"not valid JSON ({exc})") from None
+    # The lenient parser also lets through lone UTF-16 surrogates ("\\ud800"): text that is
+    # not Unicode could be stored by no engine and shown by no page.
+    try:
+        json.dumps(decoded, ensure_ascii=False, default=lambda _marker: None).encode()
+    except UnicodeEncodeError:
+        raise malformed("a string holds a lone UTF-16 surrogate, which is not Unicode") from None
+    return decoded
