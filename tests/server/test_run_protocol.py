@@ -85,6 +85,14 @@ def test_create_then_resume_and_config_is_fixed(api: TestClient) -> None:
     assert bad.json()["error"]["details"][0]["field"] == "run"
 
 
+def test_attempts_carry_the_ingest_url_for_training_nodes(settings: Settings) -> None:
+    nodes = replace(settings, ingest_url="http://10.0.0.5:8000")
+    with TestClient(create_app(nodes)) as client:
+        client.headers["Authorization"] = f"Bearer {admin_key(nodes)}"
+        client.post("/api/v1/projects/demo/runs", json={"run": "grpo-7"})
+        assert client.post(RUN + "/attempts").json()["ingest_url"] == "http://10.0.0.5:8000"
+
+
 def test_attempts_count_up_and_tokens_are_distinct(api: TestClient) -> None:
     api.post("/api/v1/projects/demo/runs", json={"run": "grpo-7"})
     answers = [api.post(RUN + "/attempts").json() for _ in range(3)]
@@ -402,6 +410,10 @@ def test_heartbeats_show_transport_health(api: TestClient) -> None:
     api.post("/api/v1/ingest/heartbeat", json=heartbeat(), headers=token)
     shown = api.get(RUN).json()["transport"]
     assert (shown["state"], shown["sent"], shown["queue_capacity"]) == ("ok", 10, 100_000)
+    # A failed send that a retry made good is counted but nothing was lost.
+    api.post("/api/v1/ingest/heartbeat", json=heartbeat(failed_sends=2), headers=token)
+    shown = api.get(RUN).json()["transport"]
+    assert (shown["state"], shown["failed_sends"]) == ("ok", 2)
     api.post("/api/v1/ingest/heartbeat", json=heartbeat(dropped=5), headers=token)
     assert api.get(RUN).json()["transport"]["state"] == "lossy"
     bad = api.post("/api/v1/ingest/heartbeat", json=heartbeat(sent=-1), headers=token)

@@ -154,6 +154,8 @@ class Session:
     token: str
     reporter: Reporter
     logs: LogShipper
+    #: Where the command reports to: the server's TUNEPLANE_INGEST_URL when it has one.
+    endpoint: str
 
     def __repr__(self) -> str:
         return f"Session(attempt={self.attempt})"
@@ -178,7 +180,8 @@ def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None =
         api.close()
     try:
         attempt, token = int(answer["attempt"]), str(answer["token"])
-    except (TypeError, KeyError, ValueError) as exc:
+        endpoint = str(answer.get("ingest_url") or options.server)
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
         raise SetupFailed(f"unexpected answer to starting an attempt: {answer!r}") from exc
     reporter = Reporter(
         options.server,
@@ -188,7 +191,7 @@ def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None =
         transport=transport,
     )
     logs = LogShipper(Transport(options.server, token, transport=transport))
-    return Session(attempt, token, reporter, logs)
+    return Session(attempt, token, reporter, logs, endpoint)
 
 
 def _call(api: Transport, path: str, body: object, what: str) -> Any:
@@ -213,7 +216,7 @@ def child_environment(
     # A Python child writing to a pipe would buffer its output in blocks; logs are live.
     env.setdefault("PYTHONUNBUFFERED", "1")
     if session is not None:
-        env[environment.JOB_ENDPOINT] = options.server
+        env[environment.JOB_ENDPOINT] = session.endpoint
         env[environment.JOB_RUN_ID] = f"{options.project}/{options.run}"
         env[environment.JOB_TOKEN] = session.token
         env[environment.JOB_ATTEMPT] = str(session.attempt)

@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from tuneplane import __version__
 from tuneplane.contract.errors import TuneplaneError
-from tuneplane.server import evaluation, ingest, logs, reads, runs, sdk_ingest
+from tuneplane.server import evaluation, ingest, logs, pages, reads, runs, sdk_ingest
 from tuneplane.server.auth import IngestTokenGuard
 from tuneplane.server.models import ErrorOut, IngestResult
 from tuneplane.server.responses import (
@@ -92,6 +92,8 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     app.include_router(evaluation.router)
     app.include_router(runs.router)
     app.include_router(sdk_ingest.router)
+    app.include_router(pages.router)
+    app.mount("/static", pages.static_files(), name="static")
     app.add_middleware(IngestTokenGuard)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 

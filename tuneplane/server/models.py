@@ -129,6 +129,7 @@ class AttemptOut(BaseModel):
     attempt: int
     token: str
     expires_at: float
+    ingest_url: str | None
 
 
 class ScalarCounts(BaseModel):

@@ -12,8 +12,9 @@ from tuneplane.store.catalog import RunRow
 def transport(
     health: dict[str, float] | None, health_at: float | None, now: float
 ) -> dict[str, object]:
-    """``ok``, ``lossy`` or ``unknown``. No heartbeat, or none for a few intervals, is
-    unknown: it never means the run stopped."""
+    """``ok``, ``lossy`` (points were dropped) or ``unknown``. No heartbeat, or none for a
+    few intervals, is unknown: it never means the run stopped. Failed sends that a retry
+    made good are counted but lose nothing."""
     if health is None or health_at is None:
         return {"state": "unknown", "reason": "no heartbeat received", "heartbeat_at": None}
     counters = {key: health.get(key) for key in (*HEALTH_COUNTERS, "queue_capacity")}
@@ -26,7 +27,7 @@ def transport(
             "heartbeat_at": health_at,
             **counters,
         }
-    lossy = bool(health.get("dropped")) or bool(health.get("failed_sends"))
+    lossy = bool(health.get("dropped"))
     return {"state": "lossy" if lossy else "ok", "heartbeat_at": health_at, **counters}
 
 

@@ -52,6 +52,7 @@ async def start_attempt(request: Request, project: str, run: str) -> Response:
             "attempt": issued.attempt,
             "token": issued.token,
             "expires_at": issued.expires_at,
+            "ingest_url": state.settings.ingest_url,
         },
         status_code=201,
     )

@@ -70,6 +70,11 @@ SETTINGS: Final = (
         str(INGEST_TOKEN_DAYS_DEFAULT),
         "Days an ingest token stays valid; must cover the longest training job.",
     ),
+    SettingSpec(
+        "TUNEPLANE_INGEST_URL",
+        "",
+        "URL training nodes use to reach this server, when it differs from the CLI's URL.",
+    ),
     SettingSpec("TUNEPLANE_HOST", "127.0.0.1", "Address the server listens on."),
     SettingSpec("TUNEPLANE_PORT", "8000", "Port the server listens on."),
 )
@@ -83,6 +88,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     ingest_token_days: float = INGEST_TOKEN_DAYS_DEFAULT
+    ingest_url: str | None = None
 
     @classmethod
     def from_env(
@@ -112,4 +118,5 @@ class Settings:
             ingest_token_days=float(
                 env.get("TUNEPLANE_INGEST_TOKEN_DAYS") or INGEST_TOKEN_DAYS_DEFAULT
             ),
+            ingest_url=env.get("TUNEPLANE_INGEST_URL") or None,
         )

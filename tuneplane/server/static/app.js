@@ -1,0 +1,36 @@
+// The dashboard: one shell for every address; this module picks the page.
+
+import { debug } from "./lib/debug.js";
+import { empty, mount } from "./lib/dom.js";
+import { projectsPage } from "./pages/projects.js";
+import { reportsPage } from "./pages/reports.js";
+import { comparePage, runPage } from "./pages/run.js";
+import { runsPage } from "./pages/runs.js";
+
+const ROUTES = [
+  [/^\/$/, () => projectsPage()],
+  [/^\/projects\/([^/]+)\/?$/, (project) => runsPage(project)],
+  [/^\/projects\/([^/]+)\/runs\/([^/]+)\/?$/, (project, run) => runPage(project, run)],
+  [/^\/compare\/?$/, () => comparePage()],
+  [/^\/reports\/?$/, () => reportsPage()],
+];
+
+async function route() {
+  for (const [pattern, page] of ROUTES) {
+    const match = location.pathname.match(pattern);
+    if (match) {
+      await page(...match.slice(1).map(decodeURIComponent));
+      return;
+    }
+  }
+  mount(empty("No such page.", "Start from the list of projects."));
+}
+
+route()
+  .catch((error) => {
+    console.error(error);
+    mount(empty("Could not load this page.", String(error.message ?? error)));
+  })
+  .finally(() => {
+    debug.loaded = true;
+  });

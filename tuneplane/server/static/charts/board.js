@@ -1,0 +1,342 @@
+// Every metric of the chosen runs as a chart, grouped by name prefix. A chart loads when it
+// scrolls into view, asking the server for at most one bucket per pixel; a drag re-queries
+// the selected range; live updates fetch only the steps after the last one held.
+
+import * as api from "../lib/api.js";
+import { debug } from "../lib/debug.js";
+import { h, perFrame } from "../lib/dom.js";
+import { Chart } from "./chart.js";
+import { groupMetrics } from "./order.js";
+import { Series, stepRange, xValues } from "./series.js";
+
+/** A run on the board: {project, run, key, label, color, t0}. */
+
+export class Board {
+  constructor(refs, view, { onZoom = () => {}, onMetrics = () => {} } = {}) {
+    this.refs = refs;
+    this.view = view;
+    this.onZoom = onZoom;
+    this.onMetrics = onMetrics;
+    this.range = null;
+    this.summaries = new Map(); // run key -> Map(metric -> summary)
+    this.slots = new Map(); // metric -> slot
+    this.refreshing = new Map(); // run key -> {running, again}
+    this.dirty = new Set(); // slots to draw in the next frame
+    this.frame = null;
+    this.el = h("div", { class: "board" });
+    this.observer = new IntersectionObserver((seen) => this.onVisible(seen), {
+      rootMargin: "200px 0px",
+    });
+    this.resizer = new ResizeObserver(() => {
+      for (const slot of this.slots.values()) slot.chart?.resize();
+    });
+    this.resizer.observe(this.el);
+  }
+
+  /** Fetch every run's metric summaries and lay out the charts. */
+  async load() {
+    await Promise.all(
+      this.refs.map(async (ref) => {
+        const list = await api.metrics(ref.project, ref.run);
+        this.summaries.set(ref.key, new Map(list.map((m) => [m.metric, m])));
+      }),
+    );
+    this.render();
+  }
+
+  /** Every metric name of every run, in first-seen order. */
+  metricNames() {
+    const names = new Set();
+    for (const summaries of this.summaries.values()) for (const name of summaries.keys()) names.add(name);
+    return [...names];
+  }
+
+  shownNames() {
+    const chosen = this.view.metrics.length ? new Set(this.view.metrics) : null;
+    const filter = this.view.filter.toLowerCase();
+    return this.metricNames().filter(
+      (name) => (!chosen || chosen.has(name)) && (!filter || name.toLowerCase().includes(filter)),
+    );
+  }
+
+  render() {
+    const shown = this.shownNames();
+    const groups = groupMetrics(shown);
+    const sections = groups.map(({ prefix, metrics }) =>
+      h(
+        "details",
+        { class: "group", open: true, dataset: { prefix } },
+        h(
+          "summary",
+          {},
+          h("span", { class: "group-name", text: prefix ? `${prefix}/` : "top level" }),
+          h("span", { class: "group-count", text: `${metrics.length}` }),
+        ),
+        h("div", { class: "charts" }, metrics.map((name) => this.slot(name).el)),
+      ),
+    );
+    const kept = new Set(shown);
+    for (const [name, slot] of this.slots) {
+      if (!kept.has(name)) {
+        this.observer.unobserve(slot.el);
+        slot.chart?.destroy();
+        this.slots.delete(name);
+      }
+    }
+    this.el.replaceChildren(...sections);
+    this.onMetrics(this.metricNames(), shown);
+    requestAnimationFrame(() => this.checkReady());
+  }
+
+  slot(metric) {
+    let slot = this.slots.get(metric);
+    if (!slot) {
+      slot = {
+        metric,
+        el: h("div", { class: "chart-slot", dataset: { metric } }),
+        chart: null,
+        full: new Map(), // run key -> {series, invalid}
+        zoomed: null,
+        loaded: false,
+        drawn: false,
+        visible: false,
+        stale: false,
+      };
+      this.slots.set(metric, slot);
+      this.observer.observe(slot.el);
+    }
+    return slot;
+  }
+
+  onVisible(seen) {
+    for (const entry of seen) {
+      const slot = this.slots.get(entry.target.dataset.metric);
+      if (!slot) continue;
+      slot.visible = entry.isIntersecting;
+      if (!slot.visible) continue;
+      if (slot.stale) {
+        slot.stale = false;
+        this.drawSlot(slot);
+      }
+      if (!slot.chart) {
+        slot.chart = new Chart(slot.metric, {
+          onSelect: (lo, hi) => this.zoom(lo, hi),
+          onReset: () => this.resetZoom(),
+        });
+        slot.el.replaceChildren(slot.chart.el);
+        this.loadSlot(slot).catch((error) => this.failed(slot, error));
+      }
+    }
+  }
+
+  failed(slot, error) {
+    slot.chart?.note && Object.assign(slot.chart.note, { hidden: false, textContent: `Could not load: ${error.message}` });
+  }
+
+  refsWith(metric) {
+    return this.refs.filter((ref) => this.summaries.get(ref.key)?.has(metric));
+  }
+
+  async loadSlot(slot) {
+    const refs = this.refsWith(slot.metric);
+    // With several runs, draw each as it arrives (at most once a frame) rather than wait
+    // for the slowest.
+    const early = refs.length > 1 && !this.range ? perFrame(() => slot.loaded || this.drawSlot(slot, false)) : null;
+    await Promise.all(
+      refs.map(async (ref) => {
+        await this.loadRun(slot, ref);
+        early?.();
+      }),
+    );
+    slot.loaded = true;
+    if (this.range) await this.loadZoomed(slot, this.range);
+    this.drawSlot(slot);
+  }
+
+  /** The whole series of one run, downsampled to the chart's width. */
+  async loadRun(slot, ref) {
+    const summary = this.summaries.get(ref.key).get(slot.metric);
+    const [body, invalid] = await Promise.all([
+      api.points(ref.project, ref.run, slot.metric, { maxPoints: slot.chart.maxPoints }),
+      summary.invalid_count ? api.invalid(ref.project, ref.run, slot.metric) : [],
+    ]);
+    slot.full.set(ref.key, { series: Series.from(body), invalid });
+  }
+
+  entries(slot) {
+    const held = slot.zoomed ?? slot.full;
+    return this.refs
+      .filter((ref) => held.has(ref.key))
+      .map((ref) => ({ run: ref, t0: ref.t0, ...held.get(ref.key) }));
+  }
+
+  drawSlot(slot, complete = true) {
+    if (!slot.chart) return;
+    slot.chart.draw(this.entries(slot), this.view, slot.zoomed ? this.range : null);
+    if (!complete) return;
+    slot.drawn = true;
+    this.checkReady();
+  }
+
+  /** debug.ready: every chart on screen has drawn all its runs (set once it is painted). */
+  checkReady() {
+    if (debug.ready || this.readyPending) return;
+    const height = window.innerHeight;
+    for (const slot of this.slots.values()) {
+      const box = slot.el.getBoundingClientRect();
+      const onScreen = box.bottom > 0 && box.top < height && box.width > 0;
+      if (onScreen && !slot.drawn) return;
+    }
+    this.readyPending = true;
+    requestAnimationFrame(() => {
+      debug.readyAt = performance.now();
+      debug.ready = true;
+    });
+  }
+
+  /** New x-axis, smoothing or log scale: redraw from what is held (a new axis unzooms). */
+  setView(view) {
+    const relayout =
+      view.filter !== this.view.filter || view.metrics.join("\n") !== this.view.metrics.join("\n");
+    const unzoom = view.x !== this.view.x && this.range;
+    this.view = view;
+    if (unzoom) this.resetZoom();
+    if (relayout) this.render();
+    for (const slot of this.slots.values()) if (slot.loaded) this.drawSlot(slot);
+  }
+
+  async zoom(lo, hi) {
+    const range = [lo, hi];
+    this.range = range;
+    this.onZoom(range);
+    const loaded = [...this.slots.values()].filter((slot) => slot.loaded);
+    await Promise.all(
+      loaded.map(async (slot) => {
+        await this.loadZoomed(slot, range);
+        if (this.range === range) this.drawSlot(slot);
+      }),
+    );
+  }
+
+  /** Each run's steps inside the selected x range, re-queried at the chart's resolution. */
+  async loadZoomed(slot, range) {
+    const zoomed = new Map();
+    await Promise.all(
+      this.refs
+        .filter((ref) => slot.full.has(ref.key))
+        .map(async (ref) => {
+          const { series, invalid } = slot.full.get(ref.key);
+          const xs = xValues(series, this.view.x, ref.t0);
+          const steps = stepRange(series, xs, this.view.x, range[0], range[1]);
+          const body = steps
+            ? await api.points(ref.project, ref.run, slot.metric, {
+                maxPoints: slot.chart.maxPoints,
+                start: steps[0],
+                end: steps[1],
+              })
+            : { buckets: [] };
+          zoomed.set(ref.key, { series: Series.from(body), invalid });
+        }),
+    );
+    if (this.range === range) slot.zoomed = zoomed;
+  }
+
+  resetZoom() {
+    if (!this.range) return;
+    this.range = null;
+    this.onZoom(null);
+    for (const slot of this.slots.values()) {
+      slot.zoomed = null;
+      if (slot.loaded) this.drawSlot(slot);
+    }
+  }
+
+  /** A run changed (from its stream): fetch what is new, one refresh at a time per run. */
+  update(ref) {
+    const state = this.refreshing.get(ref.key) ?? { running: false, again: false };
+    this.refreshing.set(ref.key, state);
+    if (state.running) {
+      state.again = true;
+      return;
+    }
+    state.running = true;
+    this.refresh(ref)
+      .catch(() => {}) // the next change retries; the stream shows the connection state
+      .finally(() => {
+        state.running = false;
+        if (state.again) {
+          state.again = false;
+          this.update(ref);
+        }
+      });
+  }
+
+  async refresh(ref) {
+    const list = await api.metrics(ref.project, ref.run);
+    const before = this.summaries.get(ref.key) ?? new Map();
+    const now = new Map(list.map((m) => [m.metric, m]));
+    this.summaries.set(ref.key, now);
+    if (list.some((m) => !before.has(m.metric))) this.render();
+    const changed = [];
+    await Promise.all(
+      [...this.slots.values()].map(async (slot) => {
+        const summary = now.get(slot.metric);
+        if (!slot.loaded || !summary) return;
+        if (await this.catchUp(slot, ref, summary)) changed.push(slot);
+      }),
+    );
+    for (const slot of changed) this.redraw(slot);
+  }
+
+  /** Draw changed charts once in the next frame, however many runs changed them. */
+  redraw(slot) {
+    this.dirty.add(slot);
+    this.frame ??= requestAnimationFrame(() => {
+      this.frame = null;
+      const start = performance.now();
+      for (const dirty of this.dirty) {
+        if (dirty.zoomed) continue;
+        // A chart off screen is drawn when it scrolls back into view.
+        if (dirty.visible) this.drawSlot(dirty);
+        else dirty.stale = true;
+      }
+      this.dirty.clear();
+      debug.updates += 1;
+      debug.lastUpdateMs = performance.now() - start;
+    });
+  }
+
+  /** Bring one run's series of a chart up to its summary; true when something changed. */
+  async catchUp(slot, ref, summary) {
+    const held = slot.full.get(ref.key);
+    if (!held) {
+      await this.loadRun(slot, ref);
+      return true;
+    }
+    let changed = false;
+    if (held.invalid.length !== summary.invalid_count) {
+      held.invalid = await api.invalid(ref.project, ref.run, slot.metric);
+      changed = true;
+    }
+    if (held.series.points >= summary.count) return changed;
+    const maxPoints = slot.chart.maxPoints;
+    const last = held.series.lastStep;
+    const body = await api.points(ref.project, ref.run, slot.metric, {
+      maxPoints,
+      start: last == null ? null : last + 1,
+    });
+    held.series.append(body);
+    // Points at steps already held (a late event, a second event at one step) or a tail
+    // grown past the chart's width: load the series again rather than show it wrong.
+    if (held.series.points < summary.count || held.series.length > 2 * maxPoints) {
+      await this.loadRun(slot, ref);
+    }
+    return true;
+  }
+
+  destroy() {
+    this.observer.disconnect();
+    this.resizer.disconnect();
+    for (const slot of this.slots.values()) slot.chart?.destroy();
+  }
+}

@@ -1,0 +1,74 @@
+// The legend under a chart: one row per run with the value under the cursor (the last value
+// when the cursor is elsewhere), smoothed and raw.
+
+import { h } from "../lib/dom.js";
+import { fmtDuration, fmtNum, fmtStep, fmtTime } from "../lib/format.js";
+import { nearest } from "./series.js";
+
+export class Legend {
+  constructor() {
+    this.el = h("div", { class: "legend" });
+    this.rows = [];
+    this.where = h("span", { class: "legend-where" });
+  }
+
+  /** entries: [{run: {label, color}, xs, raw, smooth, series}]; axis: step|time|relative. */
+  setEntries(entries, axis) {
+    const runs = entries.map((e) => e.run.key).join("\n");
+    const same = this.entries && runs === this.runs && axis === this.axis;
+    this.entries = entries;
+    this.axis = axis;
+    this.runs = runs;
+    if (same) {
+      // Live updates keep the rows: only the values change.
+      this.show(null);
+      return;
+    }
+    this.rows = entries.map((entry) => {
+      const value = h("span", { class: "legend-value" });
+      const raw = h("span", { class: "legend-raw" });
+      const row = h(
+        "span",
+        { class: "legend-row" },
+        h("i", { class: "swatch", style: { background: entry.run.color } }),
+        h("span", { class: "legend-label", text: entry.run.label }),
+        value,
+        raw,
+      );
+      return { row, value, raw };
+    });
+    this.el.replaceChildren(this.where, ...this.rows.map((r) => r.row));
+    this.show(null);
+  }
+
+  /** x: the cursor's x value, or null for the last values. */
+  show(x) {
+    if (!this.entries) return;
+    let where = null;
+    this.entries.forEach((entry, i) => {
+      const { value, raw } = this.rows[i];
+      const n = entry.xs.length;
+      const index = n === 0 ? -1 : x == null ? n - 1 : nearest(entry.xs, x);
+      if (index < 0) {
+        value.textContent = "no data";
+        raw.textContent = "";
+        return;
+      }
+      const shown = entry.smooth ? entry.smooth[index] : entry.raw[index];
+      value.textContent = fmtNum(shown);
+      raw.textContent = entry.smooth ? `raw ${fmtNum(entry.raw[index])}` : "";
+      if (where === null) where = this.describe(entry, index);
+    });
+    this.where.textContent = where ?? "";
+  }
+
+  describe(entry, index) {
+    const { series } = entry;
+    const a = series.stepMin[index];
+    const b = series.stepMax[index];
+    const steps = a === b ? `step ${fmtStep(a)}` : `steps ${fmtStep(a)}–${fmtStep(b)}`;
+    if (this.axis === "time") return `${fmtTime(series.time[index])} · ${steps}`;
+    if (this.axis === "relative") return `+${fmtDuration(entry.xs[index])} · ${steps}`;
+    return steps;
+  }
+}

@@ -1,0 +1,151 @@
+// One run's points of one metric as the server sent them (buckets from
+// …/points/{metric}?max_points=N), and the arrays a chart draws from them.
+
+/** Columnar buckets; appending keeps step order. */
+export class Series {
+  constructor() {
+    this.stepMin = [];
+    this.stepMax = [];
+    this.count = [];
+    this.min = [];
+    this.max = [];
+    this.mean = [];
+    this.time = [];
+    this.points = 0;
+    this.downsampled = false;
+  }
+
+  static from(body) {
+    return new Series().append(body);
+  }
+
+  /** Add the buckets of a response; those not after the last step are ignored. */
+  append(body) {
+    const last = this.lastStep;
+    for (const b of body.buckets) {
+      if (last != null && b.step_min <= last) continue;
+      this.stepMin.push(b.step_min);
+      this.stepMax.push(b.step_max);
+      this.count.push(b.count);
+      this.min.push(b.min);
+      this.max.push(b.max);
+      this.mean.push(b.count === 1 ? b.last : b.mean);
+      this.time.push(b.time);
+      this.points += b.count;
+      if (b.count > 1) this.downsampled = true;
+    }
+    return this;
+  }
+
+  get length() {
+    return this.stepMin.length;
+  }
+
+  get lastStep() {
+    return this.stepMax.length ? this.stepMax[this.stepMax.length - 1] : null;
+  }
+}
+
+/**
+ * The x of each bucket: its step (the middle of its step range), its wall time, or seconds
+ * since `t0` (the run's creation), so runs started at different times line up.
+ */
+export function xValues(series, axis, t0 = 0) {
+  const n = series.length;
+  const xs = new Array(n);
+  if (axis === "step") {
+    for (let i = 0; i < n; i++) xs[i] = (series.stepMin[i] + series.stepMax[i]) / 2;
+  } else {
+    const offset = axis === "relative" ? t0 : 0;
+    let previous = -Infinity;
+    for (let i = 0; i < n; i++) {
+      // Time must not go backwards along steps for a line chart; a late point keeps its order.
+      previous = Math.max(previous, series.time[i] - offset);
+      xs[i] = previous;
+    }
+  }
+  return xs;
+}
+
+/** On a log scale nothing at or below zero can be drawn: those become gaps. */
+export function positive(values, log) {
+  if (!log) return values;
+  return values.map((v) => (v > 0 ? v : null));
+}
+
+/**
+ * Exponential moving average with bias correction (as TensorBoard's smoothing), where a
+ * bucket of n points counts as n steps, so the curve does not change with the zoom level.
+ */
+export function ema(values, counts, weight) {
+  const out = new Array(values.length);
+  let acc = 0;
+  let seen = 0;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v == null || !Number.isFinite(v)) {
+      out[i] = null;
+      continue;
+    }
+    const n = counts[i] || 1;
+    const w = weight ** n;
+    acc = acc * w + (1 - w) * v;
+    seen += n;
+    out[i] = acc / (1 - weight ** seen);
+  }
+  return out;
+}
+
+/** Index of the value in ascending `xs` closest to x (-1 when empty). */
+export function nearest(xs, x) {
+  let lo = 0;
+  let hi = xs.length - 1;
+  if (hi < 0) return -1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo > 0 && Math.abs(xs[lo - 1] - x) <= Math.abs(xs[lo] - x)) return lo - 1;
+  return lo;
+}
+
+/** First index with xs[i] >= x (xs.length when none). */
+function lowerBound(xs, x) {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The steps a run has between x = lo and x = hi, to ask the server for that range only.
+ * Null when the run has nothing there.
+ */
+export function stepRange(series, xs, axis, lo, hi) {
+  if (axis === "step") {
+    const start = Math.max(0, Math.ceil(lo));
+    const end = Math.floor(hi);
+    return end >= start ? [start, end] : null;
+  }
+  const first = lowerBound(xs, lo);
+  const last = lowerBound(xs, hi + Number.EPSILON * Math.abs(hi)) - 1;
+  if (first >= xs.length || last < 0) return null;
+  // Include the neighbour buckets so the line reaches the edges of the selection.
+  const i = Math.max(0, Math.min(first, last) - 1);
+  const j = Math.min(xs.length - 1, Math.max(first, last) + 1);
+  return [series.stepMin[i], series.stepMax[j]];
+}
+
+/** Steps (from …/invalid/{metric}) placed on the x axis of a series. */
+export function invalidX(series, xs, axis, steps) {
+  if (axis === "step") return steps.map((s) => s.step);
+  return steps.map((s) => {
+    const index = Math.min(lowerBound(series.stepMax, s.step), xs.length - 1);
+    return index < 0 ? null : xs[index];
+  });
+}

@@ -1,0 +1,74 @@
+// The public JSON API (docs/api.md, docs/sdk-protocol.md): the dashboard reads nothing else.
+
+const enc = encodeURIComponent;
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export const projectPath = (project) => `/api/v1/projects/${enc(project)}`;
+export const runPath = (project, run) => `${projectPath(project)}/runs/${enc(run)}`;
+/** Metric names may contain "/": each segment is encoded, the slashes are kept. */
+export const metricPath = (metric) => metric.split("/").map(enc).join("/");
+
+export const csvUrl = (project, run) => `${runPath(project, run)}/export.csv`;
+export const runStreamUrl = (project, run) => `${runPath(project, run)}/stream`;
+export const logStreamUrl = (project, run) => `${runPath(project, run)}/logs/stream`;
+
+function query(params) {
+  const q = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value != null) q.set(key, String(value));
+  }
+  const text = q.toString();
+  return text ? `?${text}` : "";
+}
+
+/** GET a JSON document; errors carry the API's message ({"error": {"message": ...}}). */
+export async function getJSON(path, { signal } = {}) {
+  const response = await fetch(path, { signal, headers: { Accept: "application/json" } });
+  if (!response.ok) {
+    let message = `${response.status} ${response.statusText}`;
+    try {
+      message = (await response.json()).error?.message ?? message;
+    } catch {
+      // not JSON: keep the status line
+    }
+    throw new ApiError(response.status, message);
+  }
+  return response.json();
+}
+
+export const projects = () => getJSON("/api/v1/projects");
+export const runs = (project) => getJSON(`${projectPath(project)}/runs`);
+export const run = (project, name) => getJSON(runPath(project, name));
+export const metrics = (project, name) => getJSON(`${runPath(project, name)}/metrics`);
+export const alerts = (project, name, level = null) =>
+  getJSON(`${runPath(project, name)}/alerts${query({ level })}`);
+export const invalid = (project, name, metric) =>
+  getJSON(`${runPath(project, name)}/invalid/${metricPath(metric)}`);
+export const logs = (project, name, after = 0, limit = 500) =>
+  getJSON(`${runPath(project, name)}/logs${query({ after, limit })}`);
+
+/** Buckets of one metric reduced by the server to at most maxPoints (within start..end). */
+export const points = (project, name, metric, { maxPoints, start = null, end = null, signal }) =>
+  getJSON(
+    `${runPath(project, name)}/points/${metricPath(metric)}${query({
+      max_points: maxPoints,
+      start,
+      end,
+    })}`,
+    { signal },
+  );
+
+/** Dashboard links. */
+export const page = {
+  project: (project) => `/projects/${enc(project)}`,
+  run: (project, name, search = "") => `/projects/${enc(project)}/runs/${enc(name)}${search}`,
+  compare: (project, names) => `/compare${query({ project, runs: names.join(",") })}`,
+  reports: (project, names = [], level = null) =>
+    `/reports${query({ project, runs: names.length ? names.join(",") : null, level })}`,
+};

@@ -1,0 +1,24 @@
+// window.__tuneplane: what the page has drawn, for the browser tests and the benchmark.
+//   charts[metric] = {runs: {<run key>: points drawn}, lastStep: {<run key>: step}, draws,
+//                     downsampled, bands, y: [min, max]}
+//   ready: every chart in view has drawn its first data; updates: live updates applied
+
+export const debug = {
+  page: null,
+  ready: false,
+  charts: {},
+  updates: 0,
+  lastUpdateMs: null,
+  live: {},
+  logs: { lines: 0 },
+  alerts: 0,
+};
+
+window.__tuneplane = debug;
+
+export function chartDrawn(metric, counts, downsampled, extra = {}) {
+  if (!Object.keys(debug.charts).length) performance.mark("first-chart");
+  const entry = (debug.charts[metric] ??= { runs: {}, draws: 0, downsampled: false });
+  Object.assign(entry, extra, { runs: counts, downsampled });
+  entry.draws += 1;
+}

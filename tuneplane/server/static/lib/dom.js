@@ -1,0 +1,91 @@
+// Building the page from data. User text (run names, config values, alert titles, log lines)
+// only ever becomes a Text node or an attribute value: nothing here parses HTML.
+
+const SAFE_URL = /^(\/(?!\/)|\?|#)/;
+
+/**
+ * h("a", {href: "/x", class: "run"}, "text", child) -> an element.
+ * Children may be strings (as text), nodes, arrays, or null/false (skipped).
+ */
+export function h(tag, props = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (value == null || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key === "text") el.textContent = String(value);
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else if (key === "style") Object.assign(el.style, value);
+    else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else if (key === "href" || key === "src") el.setAttribute(key, safeUrl(value));
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  add(el, children);
+  return el;
+}
+
+/** Append children (see h) to an element. */
+export function add(el, ...children) {
+  for (const child of children.flat(Infinity)) {
+    if (child == null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+/** Same-origin links only: the dashboard never links to a URL taken from user data. */
+export function safeUrl(url) {
+  const text = String(url);
+  if (!SAFE_URL.test(text)) throw new Error(`refusing a link that is not local: ${text}`);
+  return text;
+}
+
+/** A message that says what is missing, never a blank page. */
+export function empty(title, ...detail) {
+  return h("div", { class: "empty" }, h("p", { class: "empty-title", text: title }), ...detail.map(
+    (d) => (d instanceof Node ? d : h("p", { text: d })),
+  ));
+}
+
+/** Replace the content of the page's main element. */
+export function mount(...children) {
+  const main = document.getElementById("main");
+  main.replaceChildren();
+  add(main, children);
+  return main;
+}
+
+/** The breadcrumbs in the top bar: [[label, href|null], ...]. */
+export function crumbs(items) {
+  const nav = document.getElementById("crumbs");
+  nav.replaceChildren();
+  items.forEach(([label, href], i) => {
+    if (i > 0) nav.append(h("span", { class: "sep", text: "/" }));
+    nav.append(href ? h("a", { href }, label) : h("span", { class: "here" }, label));
+  });
+  document.title = items.length ? `${items[items.length - 1][0]} · tuneplane` : "tuneplane";
+}
+
+/** Run fn at most once per animation frame, with the latest arguments. */
+export function perFrame(fn) {
+  let pending = null;
+  return (...args) => {
+    const first = pending === null;
+    pending = args;
+    if (first) {
+      requestAnimationFrame(() => {
+        const latest = pending;
+        pending = null;
+        fn(...latest);
+      });
+    }
+  };
+}
+
+/** Call fn after the calls stop for `ms` milliseconds. */
+export function debounce(fn, ms) {
+  let timer = null;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn(...args), ms);
+  };
+}

@@ -1,0 +1,59 @@
+// Numbers and times as people read them.
+
+const INT = new Intl.NumberFormat("en-US");
+
+export const fmtInt = (n) => (n == null ? "—" : INT.format(n));
+
+/** A metric value: 4 significant digits, exponent for very large or small magnitudes. */
+export function fmtNum(v) {
+  if (v == null) return "—";
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  if (a !== 0 && (a >= 1e6 || a < 1e-3)) return v.toExponential(2);
+  return String(Number(v.toPrecision(4)));
+}
+
+/** Axis tick for steps: 1.5k, 200k, 1.2M. */
+export function fmtStep(v) {
+  const a = Math.abs(v);
+  if (a >= 1e6) return `${Number((v / 1e6).toPrecision(3))}M`;
+  if (a >= 1e4) return `${Number((v / 1e3).toPrecision(3))}k`;
+  return String(Math.round(v * 100) / 100);
+}
+
+const pad = (n) => String(n).padStart(2, "0");
+
+/** Local wall time: 2026-11-29 10:56:03. */
+export function fmtTime(seconds) {
+  if (seconds == null) return "—";
+  const d = new Date(seconds * 1000);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(
+    d.getHours(),
+  )}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/** Elapsed seconds: 45s, 3m 05s, 2h 01m, 3d 04h. */
+export function fmtDuration(seconds) {
+  if (seconds == null || !Number.isFinite(seconds)) return "—";
+  const sign = seconds < 0 ? "-" : "";
+  let s = Math.abs(seconds);
+  if (s < 60) return `${sign}${Number(s.toPrecision(3))}s`;
+  s = Math.round(s);
+  const d = Math.floor(s / 86400);
+  const hr = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d) return `${sign}${d}d ${pad(hr)}h`;
+  if (hr) return `${sign}${hr}h ${pad(m)}m`;
+  return `${sign}${m}m ${pad(s % 60)}s`;
+}
+
+/** "3 min ago" relative to now. */
+export function fmtAgo(seconds, now = Date.now() / 1000) {
+  if (seconds == null) return "never";
+  const age = Math.max(0, now - seconds);
+  if (age < 5) return "just now";
+  if (age < 60) return `${Math.floor(age)} s ago`;
+  if (age < 3600) return `${Math.floor(age / 60)} min ago`;
+  if (age < 86400) return `${Math.floor(age / 3600)} h ago`;
+  return `${Math.floor(age / 86400)} d ago`;
+}

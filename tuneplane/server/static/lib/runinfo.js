@@ -1,0 +1,55 @@
+// How a run's status, transport health and config read on every page.
+
+import { h } from "./dom.js";
+import { fmtInt } from "./format.js";
+
+/** running / succeeded / failed / cancelled, or "—" when the run never reported one. */
+export function statusBadge(run) {
+  if (!run.status) {
+    return h("span", {
+      class: "status none",
+      title: "No status reported (Arena workers send metrics and alerts only)",
+      text: "—",
+    });
+  }
+  const exit = run.exit_code != null && run.status !== "running" ? ` (exit ${run.exit_code})` : "";
+  return h("span", { class: `status ${run.status}`, text: `${run.status}${exit}` });
+}
+
+/** ok / lossy / unknown with the counters or the reason as a tooltip. */
+export function healthBadge(run) {
+  const t = run.transport ?? { state: "unknown" };
+  const detail =
+    t.state === "unknown"
+      ? t.reason ?? "no heartbeat received"
+      : `sent ${fmtInt(t.sent)}, dropped ${fmtInt(t.dropped)}, failed sends ${fmtInt(
+          t.failed_sends,
+        )}, queued ${fmtInt(t.queue_size)} of ${fmtInt(t.queue_capacity)}`;
+  return h("span", { class: `health ${t.state}`, title: detail, text: t.state });
+}
+
+export function configText(value) {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** Config as key=value chips (all text). */
+export function configChips(config, limit = Infinity) {
+  const items = Object.entries(config ?? {});
+  if (!items.length) return h("span", { class: "muted", text: "no config" });
+  const shown = items.slice(0, limit).map(([key, value]) =>
+    h(
+      "span",
+      { class: "chip", title: `${key} = ${configText(value)}` },
+      h("span", { class: "chip-key", text: key }),
+      h("span", { class: "chip-value", text: configText(value) }),
+    ),
+  );
+  if (items.length > limit) shown.push(h("span", { class: "muted", text: `+${items.length - limit}` }));
+  return h("span", { class: "chips" }, shown);
+}
+
+/** Words a text filter matches a run by. */
+export function runSearchText(run) {
+  const config = Object.entries(run.config ?? {}).map(([k, v]) => `${k}=${configText(v)}`);
+  return [run.run, run.status ?? "", run.transport?.state ?? "", ...config].join(" ").toLowerCase();
+}

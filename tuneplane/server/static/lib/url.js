@@ -1,0 +1,56 @@
+// The view lives in the address, so a shared link reproduces it:
+//   ?x=time&smooth=0.6&log=1&metric=reward&metric=train/loss&filter=kl&tab=logs
+// Defaults are left out, and changing the view replaces the history entry.
+
+export const X_AXES = ["step", "time", "relative"];
+export const X_LABELS = { step: "step", time: "wall time", relative: "relative time" };
+
+const DEFAULTS = { x: "step", smooth: 0, log: false, metrics: [], filter: "", tab: "charts" };
+
+export function readView(search = location.search) {
+  const q = new URLSearchParams(search);
+  const smooth = Number.parseFloat(q.get("smooth"));
+  return {
+    x: X_AXES.includes(q.get("x")) ? q.get("x") : DEFAULTS.x,
+    smooth: Number.isFinite(smooth) ? Math.min(0.99, Math.max(0, smooth)) : DEFAULTS.smooth,
+    log: q.get("log") === "1",
+    metrics: q.getAll("metric"),
+    filter: q.get("filter") ?? "",
+    tab: q.get("tab") === "logs" ? "logs" : "charts",
+  };
+}
+
+/** The query string for a view, keeping every other parameter (project, runs) as it is. */
+export function viewSearch(view, search = location.search) {
+  const q = new URLSearchParams(search);
+  for (const key of ["x", "smooth", "log", "metric", "filter", "tab"]) q.delete(key);
+  if (view.x !== DEFAULTS.x) q.set("x", view.x);
+  if (view.smooth > 0) q.set("smooth", String(view.smooth));
+  if (view.log) q.set("log", "1");
+  for (const metric of view.metrics) q.append("metric", metric);
+  if (view.filter) q.set("filter", view.filter);
+  if (view.tab !== DEFAULTS.tab) q.set("tab", view.tab);
+  const text = q.toString();
+  return text ? `?${text}` : "";
+}
+
+export function writeView(view) {
+  const search = viewSearch(view);
+  if (search !== location.search) {
+    history.replaceState(null, "", `${location.pathname}${search}${location.hash}`);
+  }
+}
+
+/** One query parameter replaced (null removes it), as a local link. */
+export function withParam(key, value, search = location.search) {
+  const q = new URLSearchParams(search);
+  if (value == null || value === "") q.delete(key);
+  else q.set(key, value);
+  const text = q.toString();
+  return `${location.pathname}${text ? `?${text}` : ""}`;
+}
+
+/** "a,b" -> ["a", "b"], dropping empties and repeats. */
+export function listParam(value) {
+  return [...new Set((value ?? "").split(",").map((s) => s.trim()).filter(Boolean))];
+}

@@ -1,0 +1,155 @@
+// The chart controls: x axis, smoothing, log scale, which metrics, and the zoom state.
+// Every change becomes a new view, written to the address by the page.
+
+import { debounce, h } from "../lib/dom.js";
+import { fmtDuration, fmtStep, fmtTime } from "../lib/format.js";
+import { X_AXES, X_LABELS } from "../lib/url.js";
+import { groupMetrics } from "../charts/order.js";
+
+export function chartControls(view, { onChange, onResetZoom }) {
+  let current = { ...view };
+  const change = (patch) => {
+    current = { ...current, ...patch };
+    onChange(current);
+  };
+
+  const axis = h(
+    "span",
+    { class: "segmented", role: "radiogroup", "aria-label": "x axis" },
+    X_AXES.map((x) =>
+      h(
+        "label",
+        {},
+        h("input", {
+          type: "radio",
+          name: "x-axis",
+          value: x,
+          checked: current.x === x,
+          onchange: () => change({ x }),
+        }),
+        h("span", { text: X_LABELS[x] }),
+      ),
+    ),
+  );
+
+  const smoothValue = h("output", { class: "smooth-value", text: current.smooth.toFixed(2) });
+  const smooth = h("input", {
+    type: "range",
+    min: 0,
+    max: 0.99,
+    step: 0.01,
+    value: current.smooth,
+    "aria-label": "smoothing",
+    name: "smooth",
+  });
+  const applySmooth = debounce(() => change({ smooth: Number(smooth.value) }), 60);
+  smooth.addEventListener("input", () => {
+    smoothValue.textContent = Number(smooth.value).toFixed(2);
+    applySmooth();
+  });
+
+  const log = h("input", {
+    type: "checkbox",
+    name: "log",
+    checked: current.log,
+    onchange: (event) => change({ log: event.target.checked }),
+  });
+
+  const filter = h("input", {
+    type: "search",
+    class: "filter",
+    name: "metric-filter",
+    placeholder: "filter metrics",
+    value: current.filter,
+    "aria-label": "filter metrics",
+  });
+  filter.addEventListener("input", debounce(() => change({ filter: filter.value }), 150));
+
+  const pickerLabel = h("span");
+  const pickerList = h("div", { class: "picker-list" });
+  const picker = h(
+    "details",
+    { class: "picker" },
+    h("summary", {}, pickerLabel),
+    h(
+      "div",
+      { class: "picker-actions" },
+      h("button", {
+        type: "button",
+        text: "show all",
+        onclick: () => {
+          change({ metrics: [] });
+          renderPicker();
+        },
+      }),
+    ),
+    pickerList,
+  );
+  let allNames = [];
+  const renderPicker = () => {
+    const chosen = new Set(current.metrics.length ? current.metrics : allNames);
+    pickerLabel.textContent = current.metrics.length
+      ? `metrics: ${current.metrics.length} of ${allNames.length}`
+      : `metrics: all ${allNames.length}`;
+    pickerList.replaceChildren(
+      ...groupMetrics(allNames).map(({ prefix, metrics }) =>
+        h(
+          "fieldset",
+          {},
+          h("legend", { text: prefix ? `${prefix}/` : "top level" }),
+          metrics.map((name) =>
+            h(
+              "label",
+              {},
+              h("input", {
+                type: "checkbox",
+                checked: chosen.has(name),
+                onchange: (event) => {
+                  if (event.target.checked) chosen.add(name);
+                  else chosen.delete(name);
+                  const metrics = allNames.filter((n) => chosen.has(n));
+                  change({ metrics: metrics.length === allNames.length ? [] : metrics });
+                  renderPicker();
+                },
+              }),
+              h("span", { text: name }),
+            ),
+          ),
+        ),
+      ),
+    );
+  };
+
+  const zoomText = h("span");
+  const zoom = h(
+    "span",
+    { class: "zoom", hidden: true },
+    zoomText,
+    h("button", { type: "button", text: "reset zoom", onclick: () => onResetZoom() }),
+  );
+
+  const el = h(
+    "div",
+    { class: "controls" },
+    h("span", { class: "control" }, h("span", { class: "control-label", text: "x" }), axis),
+    h("label", { class: "control" }, h("span", { class: "control-label", text: "smoothing" }), smooth, smoothValue),
+    h("label", { class: "control" }, log, h("span", { text: "log scale" })),
+    filter,
+    picker,
+    zoom,
+  );
+
+  return {
+    el,
+    setMetrics(names) {
+      allNames = names;
+      renderPicker();
+    },
+    setZoom(range) {
+      zoom.hidden = !range;
+      if (!range) return;
+      const fmt = current.x === "step" ? fmtStep : current.x === "time" ? fmtTime : fmtDuration;
+      zoomText.textContent = `zoomed to ${fmt(range[0])} – ${fmt(range[1])} (double-click a chart to reset)`;
+    },
+  };
+}

@@ -1,0 +1,210 @@
+// A run page (/projects/<p>/runs/<r>) and a comparison (/compare?project=<p>&runs=<a>,<b>):
+// header, chart controls, every metric charted, live; the run page also has the logs tab.
+
+import * as api from "../lib/api.js";
+import { Board } from "../charts/board.js";
+import { runColor } from "../lib/colors.js";
+import { debug } from "../lib/debug.js";
+import { crumbs, empty, h, mount } from "../lib/dom.js";
+import { fmtInt } from "../lib/format.js";
+import { watchRuns } from "../lib/live.js";
+import { listParam, readView, writeView } from "../lib/url.js";
+import { LogView } from "../logs/logview.js";
+import { chartControls } from "./controls.js";
+import { alertStrip, compareHeader, runHeader } from "./runheader.js";
+
+export function runPage(project, run) {
+  crumbs([[project, api.page.project(project)], [run, null]]);
+  return chartsPage([{ project, run }], { single: true });
+}
+
+export function comparePage() {
+  const params = new URLSearchParams(location.search);
+  const project = params.get("project");
+  const wanted = listParam(params.get("runs")).map((entry) => {
+    // "<run>" is in ?project=; "<project>/<run>" names a run of another project.
+    const slash = entry.indexOf("/");
+    return slash < 0 ? { project, run: entry } : { project: entry.slice(0, slash), run: entry.slice(slash + 1) };
+  });
+  crumbs([...(project ? [[project, api.page.project(project)]] : []), ["compare", null]]);
+  if (!wanted.length || wanted.some((ref) => !ref.project)) {
+    mount(
+      empty(
+        "Nothing to compare.",
+        "Pick runs in a project's table, or write the address as /compare?project=<project>&runs=<run1>,<run2>.",
+        h("a", { href: "/", text: "All projects" }),
+      ),
+    );
+    return;
+  }
+  return chartsPage(wanted, { single: false });
+}
+
+async function chartsPage(wanted, { single }) {
+  const answers = await Promise.allSettled(wanted.map((ref) => api.run(ref.project, ref.run)));
+  const missing = wanted.filter((_, i) => answers[i].status === "rejected");
+  const failed = answers.find((a) => a.status === "rejected" && a.reason.status !== 404);
+  if (failed) throw failed.reason;
+  const found = answers.filter((a) => a.status === "fulfilled").map((a) => a.value);
+  if (!found.length) {
+    const ref = wanted[0];
+    mount(
+      empty(
+        single ? `No run named “${ref.run}” in project “${ref.project}”.` : "None of these runs exist.",
+        h("a", { href: api.page.project(ref.project), text: `Runs of ${ref.project}` }),
+      ),
+    );
+    return;
+  }
+  const oneProject = new Set(found.map((r) => r.project)).size === 1;
+  const refs = found.map((run, i) => ({
+    project: run.project,
+    run: run.run,
+    key: `${run.project}/${run.run}`,
+    label: oneProject ? run.run : `${run.project}/${run.run}`,
+    color: runColor(i),
+    t0: run.created_at,
+  }));
+  const runs = new Map(refs.map((ref, i) => [ref.key, found[i]]));
+  let view = readView();
+  debug.page = single ? "run" : "compare";
+
+  const head = h("div");
+  const strip = h("div");
+  const renderHead = () => {
+    head.replaceChildren(
+      single ? runHeader(runs.get(refs[0].key)) : compareHeader(refs, runs, (ref) => removeRun(refs, ref)),
+    );
+  };
+  renderHead();
+
+  const board = new Board(refs, view, {
+    onZoom: (range) => controls.setZoom(range),
+    onMetrics: (names, shown) => {
+      controls.setMetrics(names);
+      controls.el.hidden = !names.length;
+      noMetrics.replaceChildren(...emptyCharts(refs, runs, names, shown));
+    },
+  });
+  const controls = chartControls(view, {
+    onChange: (next) => {
+      view = { ...next, tab: view.tab };
+      writeView(view);
+      board.setView(view);
+    },
+    onResetZoom: () => board.resetZoom(),
+  });
+  const noMetrics = h("div");
+  const chartsPanel = h("div", { class: "panel" }, strip, controls.el, noMetrics, board.el);
+
+  const parts = [
+    head,
+    missing.length
+      ? h("p", { class: "notice", text: `Not found: ${missing.map((r) => `${r.project}/${r.run}`).join(", ")}.` })
+      : null,
+  ];
+  let logs = null;
+  const logsPanel = h("div", { class: "panel" });
+  if (single) {
+    const tabs = h("nav", { class: "tabs", role: "tablist" });
+    const showTab = (tab) => {
+      view = { ...view, tab };
+      writeView(view);
+      chartsPanel.hidden = tab !== "charts";
+      logsPanel.hidden = tab !== "logs";
+      for (const button of tabs.children) button.setAttribute("aria-selected", String(button.dataset.tab === tab));
+      if (tab === "logs" && !logs) {
+        logs = new LogView(refs[0]);
+        logsPanel.append(logs.el);
+        logs.start();
+      }
+    };
+    tabs.append(
+      ...[
+        ["charts", "Charts"],
+        ["logs", "Logs"],
+      ].map(([tab, label]) =>
+        h("button", { type: "button", role: "tab", class: "tab", dataset: { tab }, text: label, onclick: () => showTab(tab) }),
+      ),
+    );
+    parts.push(tabs, chartsPanel, logsPanel);
+    mount(...parts);
+    showTab(view.tab);
+  } else {
+    parts.push(chartsPanel);
+    mount(...parts);
+  }
+
+  await board.load();
+
+  const alertCounts = new Map();
+  const refreshAlerts = async (ref, run) => {
+    if (!single || alertCounts.get(ref.key) === run.alert_count) return;
+    alertCounts.set(ref.key, run.alert_count);
+    const alerts = run.alert_count ? await api.alerts(ref.project, ref.run) : [];
+    strip.replaceChildren(alertStrip(run, alerts) ?? "");
+  };
+  refreshAlerts(refs[0], runs.get(refs[0].key));
+
+  const liveState = h("span", { class: "live-state", text: "connecting…" });
+  head.after(h("div", { class: "live-line" }, liveState));
+  watchRuns(
+    refs,
+    (ref, run) => {
+      const before = runs.get(ref.key);
+      // A stream's first event is the run as it is now: nothing to fetch if it is unchanged.
+      if (before && sameRun(before, run)) return;
+      runs.set(ref.key, run);
+      renderHead();
+      refreshAlerts(ref, run);
+      board.update(ref);
+    },
+    (state) => {
+      liveState.textContent = state === "reconnecting" ? "reconnecting…" : state === "polling" ? "live (polling)" : "live";
+      liveState.className = `live-state ${state}`;
+    },
+  );
+}
+
+function sameRun(a, b) {
+  return (
+    a.updated_at === b.updated_at &&
+    a.status === b.status &&
+    a.transport?.state === b.transport?.state &&
+    a.transport?.heartbeat_at === b.transport?.heartbeat_at
+  );
+}
+
+function removeRun(refs, ref) {
+  const rest = refs.filter((r) => r !== ref);
+  const project = rest[0].project;
+  const names = rest.map((r) => (r.project === project ? r.run : `${r.project}/${r.run}`));
+  const params = new URLSearchParams(location.search);
+  params.set("project", project);
+  params.set("runs", names.join(","));
+  return `/compare?${params}`;
+}
+
+/** What to say when there is no chart: which metrics are missing, and what the run has. */
+function emptyCharts(refs, runs, names, shown) {
+  if (!names.length) {
+    const single = refs.length === 1;
+    const run = runs.get(refs[0].key);
+    const details = [];
+    if (single && run.alert_count) {
+      details.push(
+        h(
+          "p",
+          {},
+          `This run has ${fmtInt(run.alert_count)} alert${run.alert_count === 1 ? "" : "s"}: `,
+          h("a", { href: api.page.reports(run.project, [run.run]), text: "read them in Reports" }),
+          ".",
+        ),
+      );
+    }
+    details.push("Charts appear here as soon as the first points arrive.");
+    return [empty(single ? "No metrics yet." : "None of these runs has metrics yet.", ...details)];
+  }
+  if (!shown.length) return [empty("No metric matches the filter.", `The runs have ${names.length} metrics.`)];
+  return [];
+}

@@ -1,0 +1,99 @@
+// The top of a run page (one run) or of a comparison (several), redrawn on every change.
+
+import * as api from "../lib/api.js";
+import { alertAnchor } from "../lib/alerts.js";
+import { h } from "../lib/dom.js";
+import { fmtAgo, fmtInt, fmtTime } from "../lib/format.js";
+import { configChips, healthBadge, statusBadge } from "../lib/runinfo.js";
+
+function fact(label, ...value) {
+  return h("div", { class: "fact" }, h("dt", { text: label }), h("dd", {}, ...value));
+}
+
+export function runHeader(run) {
+  const reports = api.page.reports(run.project, [run.run]);
+  return h(
+    "div",
+    { class: "run-head" },
+    h("div", { class: "title-line" }, h("h1", { text: run.run }), statusBadge(run), healthBadge(run)),
+    h(
+      "dl",
+      { class: "facts" },
+      fact("last step", fmtInt(run.last_step)),
+      fact("points", fmtInt(run.point_count)),
+      fact("metrics", fmtInt(run.metric_count)),
+      fact("alerts", run.alert_count ? h("a", { href: reports, text: fmtInt(run.alert_count) }) : "0"),
+      fact("attempt", run.attempt == null ? "—" : String(run.attempt)),
+      fact("created", h("span", { text: fmtTime(run.created_at) })),
+      fact("updated", h("span", { title: fmtTime(run.updated_at), text: fmtAgo(run.updated_at) })),
+    ),
+    h("div", { class: "config" }, configChips(run.config)),
+    h(
+      "div",
+      { class: "actions" },
+      h("a", { class: "button secondary", href: api.csvUrl(run.project, run.run), download: true, text: "Download CSV" }),
+      h("a", { class: "button secondary", href: reports, text: "Reports" }),
+    ),
+  );
+}
+
+/** refs: [{project, run, label, color}]; runs: Map key -> run object. */
+export function compareHeader(refs, runs, removeHref) {
+  return h(
+    "div",
+    { class: "run-head" },
+    h("h1", { text: refs.length === 1 ? "Comparing 1 run" : `Comparing ${refs.length} runs` }),
+    h(
+      "table",
+      { class: "table compare-runs" },
+      h(
+        "tbody",
+        {},
+        refs.map((ref) => {
+          const run = runs.get(ref.key);
+          return h(
+            "tr",
+            { dataset: { run: ref.run } },
+            h("td", {}, h("i", { class: "swatch", style: { background: ref.color } })),
+            h("td", {}, h("a", { href: api.page.run(ref.project, ref.run), text: ref.label })),
+            h("td", {}, statusBadge(run)),
+            h("td", {}, healthBadge(run)),
+            h("td", { class: "num", text: `step ${fmtInt(run.last_step)}` }),
+            h("td", { title: fmtTime(run.updated_at), text: fmtAgo(run.updated_at) }),
+            h("td", {}, configChips(run.config, 3)),
+            h("td", {}, h("a", { href: api.csvUrl(ref.project, ref.run), download: true, text: "CSV" })),
+            h("td", {}, refs.length > 1
+                ? h("a", {
+                    href: removeHref(ref),
+                    title: "remove from the comparison",
+                    text: "remove",
+                    // The view may have changed since this was drawn: link the current one.
+                    onclick: (event) => event.currentTarget.setAttribute("href", removeHref(ref)),
+                  })
+                : null),
+          );
+        }),
+      ),
+    ),
+  );
+}
+
+/** The newest alerts of a run, linking to their place on the reports page. */
+export function alertStrip(run, alerts) {
+  if (!alerts.length) return null;
+  const reports = api.page.reports(run.project, [run.run]);
+  return h(
+    "div",
+    { class: "alert-strip" },
+    alerts.slice(0, 3).map((alert) =>
+      h(
+        "a",
+        { class: `alert-line level-${alert.level}`, href: `${reports}#${alertAnchor(alert)}` },
+        h("span", { class: `level ${alert.level}`, text: alert.level }),
+        h("span", { class: "alert-title", text: alert.title }),
+        alert.step != null ? h("span", { class: "muted", text: `step ${fmtInt(alert.step)}` }) : null,
+      ),
+    ),
+    alerts.length > 3 ? h("a", { href: reports, text: `all ${alerts.length} alerts` }) : null,
+  );
+}
