@@ -12,7 +12,18 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, text, tuple_, update
+from sqlalchemy import (
+    BindParameter,
+    Boolean,
+    Connection,
+    bindparam,
+    case,
+    insert,
+    select,
+    text,
+    tuple_,
+    update,
+)
 
 from tuneplane.contract.observations import DIGEST_NAMES, Observation, TrialResult
 from tuneplane.store.credentials import TokenScope
@@ -124,42 +135,39 @@ def _record_trials(
     if not fresh:
         return
     held = _current(connection, scope.run_id, {(t.round_id, t.trial_id) for t, _ in fresh})
+    known = set(held)
     tally: Counter[tuple[str, str]] = Counter()
+    reports: Counter[tuple[str, str]] = Counter()
+    winners: dict[tuple[str, str], dict[str, Any]] = {}
     for trial, row in fresh:
         key = (trial.round_id, trial.trial_id)
+        reports[key] += 1
         before = held.get(key)
         incoming = (scope.attempt, trial.trial_attempt)
-        if before is None:
-            tally[(trial.round_id, trial.status)] += 1
-        elif incoming > before[0]:
+        if before is not None and incoming <= before[0]:
+            continue  # an older attempt arriving late only adds to the history
+        if before is not None:
             tally[(trial.round_id, before[1])] -= 1
-            tally[(trial.round_id, trial.status)] += 1
-        else:
-            # An older attempt arriving late only adds to the history.
-            connection.execute(
-                update(trial_current)
-                .where(
-                    trial_current.c.run_id == scope.run_id,
-                    trial_current.c.round_id == trial.round_id,
-                    trial_current.c.trial_id == trial.trial_id,
-                )
-                .values(attempts=trial_current.c.attempts + 1)
-            )
-            continue
-        values = {column: row[column] for column in _CURRENT_COLUMNS}
-        if before is None:
-            connection.execute(insert(trial_current).values(**values, attempts=1))
-        else:
-            connection.execute(
-                update(trial_current)
-                .where(
-                    trial_current.c.run_id == scope.run_id,
-                    trial_current.c.round_id == trial.round_id,
-                    trial_current.c.trial_id == trial.trial_id,
-                )
-                .values(**values, attempts=trial_current.c.attempts + 1)
-            )
+        tally[(trial.round_id, trial.status)] += 1
         held[key] = (incoming, trial.status)
+        winners[key] = {column: row[column] for column in _CURRENT_COLUMNS}
+    inserts = [
+        {**winners[key], "attempts": count} for key, count in reports.items() if key not in known
+    ]
+    if inserts:
+        connection.execute(insert(trial_current), inserts)
+    updates = [
+        {
+            "b_round": key[0],
+            "b_trial": key[1],
+            "b_reports": count,
+            **_current_values(winners.get(key)),
+        }
+        for key, count in reports.items()
+        if key in known
+    ]
+    if updates:
+        _update_current(connection, scope.run_id, updates)
     changes = [
         {"run_id": scope.run_id, "round_id": round_id, "status": status, "count": delta}
         for (round_id, status), delta in tally.items()
@@ -178,6 +186,35 @@ def _record_trials(
             ),
             changes,
         )
+
+
+_MOVABLE = ("execution_attempt", "trial_attempt", "status", "eligible", "reward")
+
+
+def _current_values(winner: dict[str, Any] | None) -> dict[str, Any]:
+    """Parameters of one current-outcome update: the new outcome, or keep (NULL flag)."""
+    values = {f"b_{name}": None if winner is None else winner[name] for name in _MOVABLE}
+    return {**values, "b_moves": winner is not None}
+
+
+def _update_current(connection: Connection, run_id: int, updates: list[dict[str, Any]]) -> None:
+    moves: BindParameter[bool] = bindparam("b_moves", type_=Boolean)
+    statement = (
+        update(trial_current)
+        .where(
+            trial_current.c.run_id == run_id,
+            trial_current.c.round_id == bindparam("b_round"),
+            trial_current.c.trial_id == bindparam("b_trial"),
+        )
+        .values(
+            attempts=trial_current.c.attempts + bindparam("b_reports"),
+            **{
+                name: case((moves, bindparam(f"b_{name}")), else_=trial_current.c[name])
+                for name in _MOVABLE
+            },
+        )
+    )
+    connection.execute(statement, updates)
 
 
 def _current(
