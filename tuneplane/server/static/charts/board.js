@@ -9,6 +9,9 @@ import { Chart } from "./chart.js";
 import { groupMetrics } from "./order.js";
 import { Series, stepRange, xValues } from "./series.js";
 
+/** Live changes wait at most this long for other runs' changes before being drawn. */
+const FLUSH_MAX_MS = 1000;
+
 /** A run on the board: {project, run, key, label, color, t0}. */
 
 export class Board {
@@ -21,7 +24,8 @@ export class Board {
     this.summaries = new Map(); // run key -> Map(metric -> summary)
     this.slots = new Map(); // metric -> slot
     this.refreshing = new Map(); // run key -> {running, again}
-    this.dirty = new Set(); // slots to draw in the next frame
+    this.dirty = new Set(); // slots changed by live updates, drawn together
+    this.dirtySince = null;
     this.frame = null;
     this.el = h("div", { class: "board" });
     this.observer = new IntersectionObserver((seen) => this.onVisible(seen), {
@@ -80,6 +84,8 @@ export class Board {
       if (!kept.has(name)) {
         this.observer.unobserve(slot.el);
         slot.chart?.destroy();
+        slot.chart = null;
+        this.dirty.delete(slot);
         this.slots.delete(name);
       }
     }
@@ -130,7 +136,18 @@ export class Board {
   }
 
   failed(slot, error) {
-    slot.chart?.note && Object.assign(slot.chart.note, { hidden: false, textContent: `Could not load: ${error.message}` });
+    slot.chart?.showNote(`Could not load: ${error.message}`);
+  }
+
+  /**
+   * Buckets to ask for per run: one per pixel for one or two runs. With more runs overlaid
+   * fewer per run (never under 120): overlapping lines cannot show more, and every segment
+   * costs drawing time on each live update. The min–max bands keep the extremes.
+   */
+  buckets(slot) {
+    const width = slot.chart.maxPoints;
+    const runs = Math.max(1, this.refsWith(slot.metric).length);
+    return Math.max(Math.min(width, 120), Math.min(width, Math.round((2 * width) / runs)));
   }
 
   refsWith(metric) {
@@ -157,7 +174,7 @@ export class Board {
   async loadRun(slot, ref) {
     const summary = this.summaries.get(ref.key).get(slot.metric);
     const [body, invalid] = await Promise.all([
-      api.points(ref.project, ref.run, slot.metric, { maxPoints: slot.chart.maxPoints }),
+      api.points(ref.project, ref.run, slot.metric, { maxPoints: this.buckets(slot) }),
       summary.invalid_count ? api.invalid(ref.project, ref.run, slot.metric) : [],
     ]);
     slot.full.set(ref.key, { series: Series.from(body), invalid });
@@ -230,7 +247,7 @@ export class Board {
           const steps = stepRange(series, xs, this.view.x, range[0], range[1]);
           const body = steps
             ? await api.points(ref.project, ref.run, slot.metric, {
-                maxPoints: slot.chart.maxPoints,
+                maxPoints: this.buckets(slot),
                 start: steps[0],
                 end: steps[1],
               })
@@ -268,6 +285,7 @@ export class Board {
           state.again = false;
           this.update(ref);
         }
+        this.flushSoon();
       });
   }
 
@@ -285,14 +303,23 @@ export class Board {
         if (await this.catchUp(slot, ref, summary)) changed.push(slot);
       }),
     );
-    for (const slot of changed) this.redraw(slot);
+    for (const slot of changed) {
+      this.dirty.add(slot);
+      this.dirtySince ??= performance.now();
+    }
   }
 
-  /** Draw changed charts once in the next frame, however many runs changed them. */
-  redraw(slot) {
-    this.dirty.add(slot);
-    this.frame ??= requestAnimationFrame(() => {
+  /**
+   * Draw the changed charts in one frame once no run is still catching up (several runs
+   * polled together change together), or after FLUSH_MAX_MS at the latest.
+   */
+  flushSoon() {
+    if (!this.dirty.size || this.frame) return;
+    const busy = [...this.refreshing.values()].some((state) => state.running);
+    if (busy && performance.now() - this.dirtySince < FLUSH_MAX_MS) return;
+    this.frame = requestAnimationFrame(() => {
       this.frame = null;
+      this.dirtySince = null;
       const start = performance.now();
       for (const dirty of this.dirty) {
         if (dirty.zoomed) continue;
@@ -319,7 +346,7 @@ export class Board {
       changed = true;
     }
     if (held.series.points >= summary.count) return changed;
-    const maxPoints = slot.chart.maxPoints;
+    const maxPoints = this.buckets(slot);
     const last = held.series.lastStep;
     const body = await api.points(ref.project, ref.run, slot.metric, {
       maxPoints,

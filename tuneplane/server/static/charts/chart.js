@@ -161,6 +161,11 @@ export class Chart {
       : "";
   }
 
+  showNote(text) {
+    this.note.hidden = false;
+    this.note.textContent = text;
+  }
+
   options(view, series, bands) {
     const xValuesFmt =
       view.x === "step"

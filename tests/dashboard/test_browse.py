@@ -1,0 +1,94 @@
+"""Projects → runs → run page: tables, every metric charted in order, deep links, empty
+states."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from tests.dashboard.conftest import Watched
+from tests.dashboard.pages import chart_order, charts, open_ready
+from tests.dashboard.seed import PROJECT
+
+RUN_PAGE = f"/projects/{PROJECT}/runs/grpo-qwen-7"
+METRICS = ["reward", "loss", "arena/step_seconds", "eval/accuracy", "train/entropy", "train/kl"]
+
+
+def test_projects_lead_to_a_filterable_runs_table(page: Page) -> None:
+    page.goto("/")
+    page.get_by_role("link", name=PROJECT, exact=True).click()
+    expect(page).to_have_url(f"/projects/{PROJECT}")
+    rows = page.locator("table.runs tbody tr")
+    expect(rows).to_have_count(3)
+    row = page.locator('tr[data-run="grpo-qwen-7"]')
+    expect(row.locator("td").nth(4)).to_have_text("299")  # last step
+    expect(row.locator(".chip")).to_have_count(4)  # of 5 config items: 4 and "+1"
+    expect(row.locator(".config")).to_contain_text("+1")
+    expect(row.locator(".chip").first).to_contain_text("participant")
+    expect(row.locator(".health")).to_have_text("unknown")
+    expect(row.get_by_role("link", name="4")).to_have_attribute(
+        "href", f"/reports?project={PROJECT}&runs=grpo-qwen-7"
+    )
+
+    page.get_by_placeholder("filter runs").fill("sub-0001")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-run", "grpo-qwen-8")
+    expect(page).to_have_url(f"/projects/{PROJECT}?q=sub-0001")
+
+
+def test_the_run_page_charts_every_metric_grouped_reward_loss_and_step_time_first(
+    page: Page,
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 2400})
+    open_ready(page, RUN_PAGE)
+    assert chart_order(page) == METRICS
+    groups = page.eval_on_selector_all("details.group", "gs => gs.map(g => g.dataset.prefix)")
+    assert groups == ["", "arena", "eval", "train"]
+    drawn = charts(page)
+    assert {metric: entry["runs"] for metric, entry in drawn.items()} == {
+        metric: {f"{PROJECT}/grpo-qwen-7": 300} for metric in METRICS
+    }
+    expect(page.locator(".chart canvas")).to_have_count(len(METRICS))
+    expect(page.locator('.chart[data-metric="reward"] .legend-value')).to_have_text("1.009")
+    csv = page.get_by_role("link", name="Download CSV")
+    href = csv.get_attribute("href")
+    assert href == f"/api/v1/projects/{PROJECT}/runs/grpo-qwen-7/export.csv"
+    answer = page.request.get(href)
+    assert answer.text().startswith("step,metric,value,log_id,time\n")
+
+
+def test_a_deep_link_reproduces_the_view(page: Page) -> None:
+    open_ready(page, RUN_PAGE + "?x=relative&smooth=0.5&log=1&metric=reward&metric=train/kl")
+    assert chart_order(page) == ["reward", "train/kl"]
+    expect(page.locator('input[name="x-axis"][value="relative"]')).to_be_checked()
+    expect(page.locator('input[name="smooth"]')).to_have_value("0.5")
+    expect(page.locator('input[name="log"]')).to_be_checked()
+    # Raw line faint plus its EMA: the legend shows both.
+    expect(page.locator('.chart[data-metric="reward"] .legend-raw')).to_contain_text("raw")
+
+    page.locator('input[name="x-axis"][value="step"]').check(force=True)
+    page.locator('input[name="log"]').uncheck()
+    page.get_by_placeholder("filter metrics").fill("kl")
+    expect(page.locator(".chart-slot")).to_have_count(1)
+    expect(page).to_have_url(RUN_PAGE + "?smooth=0.5&metric=reward&metric=train%2Fkl&filter=kl")
+
+
+def test_an_alert_only_run_says_it_has_no_metrics_yet(page: Page) -> None:
+    page.goto(f"/projects/{PROJECT}/runs/alert-only")
+    empty = page.locator(".empty")
+    expect(empty).to_contain_text("No metrics yet.")
+    expect(empty).to_contain_text("This run has 1 alert")
+    expect(empty.get_by_role("link", name="read them in Reports")).to_have_attribute(
+        "href", f"/reports?project={PROJECT}&runs=alert-only"
+    )
+    expect(page.locator(".controls")).to_be_hidden()
+
+
+def test_missing_projects_and_runs_are_named(page: Page, watched: Watched) -> None:
+    page.goto("/projects/nobody")
+    expect(page.locator(".empty")).to_contain_text("No project named “nobody”.")
+    page.goto(f"/projects/{PROJECT}/runs/nothing-here")
+    expect(page.locator(".empty")).to_contain_text(
+        f"No run named “nothing-here” in project “{PROJECT}”."
+    )
+    # The browser logs the API's 404 answers; nothing else may be logged.
+    watched.errors[:] = [e for e in watched.errors if "404" not in e]

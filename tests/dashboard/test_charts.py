@@ -1,0 +1,152 @@
+"""Charts: comparison of runs, zoom re-queried at full resolution, min-max bands where
+downsampled, NaN/inf marks, PNG download."""
+
+from __future__ import annotations
+
+import math
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import Page, Request, expect
+
+from tests.dashboard.pages import chart_order, charts, open_ready, wait_points
+from tests.dashboard.seed import PROJECT, SDK_PROJECT, Seeded, post_ingest
+from tests.helpers import log
+
+LONG_STEPS = 3000
+
+
+@pytest.fixture(scope="module")
+def long_run(seeded: Seeded) -> str:
+    """A run with more points than a chart is wide, so the server downsamples it."""
+    for first in range(0, LONG_STEPS, 128):
+        steps = range(first, min(first + 128, LONG_STEPS))
+        post_ingest(
+            seeded.base,
+            {
+                "logs": [
+                    log(
+                        f"e{s}",
+                        s,
+                        {"reward": math.sin(s / 50) + (50 if s == 1234 else 0)},
+                        run="long-run",
+                    )
+                    for s in steps
+                ]
+            },
+        )
+    return f"/projects/{PROJECT}/runs/long-run"
+
+
+def test_two_runs_are_overlaid_one_colour_each_with_values_under_the_cursor(page: Page) -> None:
+    page.goto(f"/projects/{PROJECT}")
+    page.get_by_label("select grpo-qwen-7").check()
+    page.get_by_label("select grpo-qwen-8").check()
+    page.get_by_role("link", name="Compare selected").click()
+    expect(page).to_have_url(f"/compare?project={PROJECT}&runs=grpo-qwen-7%2Cgrpo-qwen-8")
+    page.wait_for_function("() => window.__tuneplane.ready")
+    assert charts(page)["reward"]["runs"] == {
+        f"{PROJECT}/grpo-qwen-7": 300,
+        f"{PROJECT}/grpo-qwen-8": 240,
+    }
+    legend = page.locator('.chart[data-metric="reward"] .legend')
+    expect(legend.locator(".legend-row")).to_have_count(2)
+    colours = legend.locator(".swatch").evaluate_all("els => els.map(e => e.style.background)")
+    assert len(set(colours)) == 2
+    expect(legend.locator(".legend-label")).to_have_text(["grpo-qwen-7", "grpo-qwen-8"])
+
+    # Under the cursor the legend shows that step's values of both runs.
+    before = legend.locator(".legend-value").all_text_contents()
+    over = page.locator('.chart[data-metric="reward"] .u-over')
+    box = over.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] * 0.2, box["y"] + box["height"] / 2)
+    expect(legend.locator(".legend-where")).not_to_have_text("step 299")
+    after = legend.locator(".legend-value").all_text_contents()
+    assert after != before
+    assert "no data" not in after
+
+    page.locator('input[name="x-axis"][value="time"]').check(force=True)
+    expect(page).to_have_url(f"/compare?project={PROJECT}&runs=grpo-qwen-7%2Cgrpo-qwen-8&x=time")
+    page.get_by_role("link", name="remove").first.click()
+    expect(page).to_have_url(f"/compare?project={PROJECT}&runs=grpo-qwen-8&x=time")
+    page.wait_for_function("() => window.__tuneplane.ready")
+    assert charts(page)["reward"]["runs"] == {f"{PROJECT}/grpo-qwen-8": 240}
+
+
+def points_requests(page: Page) -> list[dict[str, list[str]]]:
+    seen: list[dict[str, list[str]]] = []
+
+    def on_request(request: Request) -> None:
+        url = urlparse(request.url)
+        if "/points/" in url.path:
+            seen.append(parse_qs(url.query))
+
+    page.on("request", on_request)
+    return seen
+
+
+def test_drag_zoom_requeries_the_range_at_full_resolution(page: Page, long_run: str) -> None:
+    seen = points_requests(page)
+    open_ready(page, long_run)
+    key = f"{PROJECT}/long-run"
+    chart = page.locator('.chart[data-metric="reward"]')
+    width = chart.locator(".plot").evaluate("el => el.clientWidth")
+    first = charts(page)["reward"]
+    assert first["downsampled"] is True
+    assert 0 < first["runs"][key] <= width
+    assert seen == [{"max_points": [str(width)]}]
+    expect(chart.locator(".badge")).to_have_text(f"3,000 pts → {first['runs'][key]}")
+
+    over = chart.locator(".u-over")
+    box = over.bounding_box()
+    assert box is not None
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.40, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.45, y, steps=4)
+    page.mouse.up()
+    page.wait_for_function("() => window.__tuneplane.charts.reward.draws === 2", polling=50)
+    zoom = seen[-1]
+    start, end = int(zoom["start"][0]), int(zoom["end"][0])
+    assert zoom["max_points"] == [str(width)]
+    assert 0 < end - start + 1 < width  # a narrow range: every original point
+    zoomed = charts(page)["reward"]
+    assert zoomed["downsampled"] is False
+    assert zoomed["runs"][key] == end - start + 1
+    expect(page.locator(".zoom")).to_contain_text("zoomed to")
+
+    over.dblclick()
+    page.wait_for_function("() => window.__tuneplane.charts.reward.draws === 3")
+    assert charts(page)["reward"]["runs"][key] == first["runs"][key]
+    expect(page.locator(".zoom")).to_be_hidden()
+    assert len(seen) == 2  # the full view was kept, not fetched again
+
+
+def test_downsampled_series_keep_their_spikes_in_a_band(page: Page, long_run: str) -> None:
+    open_ready(page, long_run)
+    drawn = charts(page)["reward"]
+    # Bucket means hide the one-step spike at step 1234 (+50); the min-max band shows it.
+    assert drawn["bands"] == 1
+    assert drawn["y"][1] > 49
+    page.locator('input[name="log"]').check()
+    page.wait_for_function("() => window.__tuneplane.charts.reward.draws === 2")
+    assert charts(page)["reward"]["y"][1] > 49
+
+
+def test_nan_and_inf_steps_are_marked_not_hidden(page: Page) -> None:
+    open_ready(page, f"/projects/{SDK_PROJECT}/runs/sdk-run")
+    assert chart_order(page) == ["train/reward", "train/loss"]
+    badge = page.locator('.chart[data-metric="train/loss"] .badge.warn')
+    expect(badge).to_have_text("3 NaN/inf")
+    expect(badge).to_have_attribute("title", "NaN/±inf at step 400: nan, 401: inf, 402: -inf")
+    wait_points(page, "train/loss", f"{SDK_PROJECT}/sdk-run", 400)
+
+
+def test_a_chart_downloads_as_png(page: Page) -> None:
+    open_ready(page, f"/projects/{PROJECT}/runs/grpo-qwen-7")
+    with page.expect_download() as download:
+        page.locator('.chart[data-metric="reward"] button.png').click()
+    assert download.value.suggested_filename == "grpo-qwen-7-reward.png"
+    path = download.value.path()
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

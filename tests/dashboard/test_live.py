@@ -1,0 +1,72 @@
+"""Live: a batch posted while the page is open appears without a reload, fetching only the
+new steps; new metrics and alerts appear too; a refused stream is retried."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+from playwright.sync_api import Page, Request, Route, expect
+
+from tests.dashboard.conftest import Watched
+from tests.dashboard.pages import chart_order, open_ready, wait_points
+from tests.dashboard.seed import PROJECT, Seeded, post_ingest
+from tests.helpers import alert, log
+
+
+def post_steps(seeded: Seeded, run: str, steps: range, metrics: tuple[str, ...]) -> None:
+    post_ingest(
+        seeded.base,
+        {"logs": [log(f"e{s}", s, {m: s / 10 for m in metrics}, run=run) for s in steps]},
+    )
+
+
+def test_a_batch_posted_while_watching_appears_live(page: Page, seeded: Seeded) -> None:
+    post_steps(seeded, "live-run", range(10), ("reward", "loss"))
+    key = f"{PROJECT}/live-run"
+    queries: list[dict[str, list[str]]] = []
+
+    def on_request(request: Request) -> None:
+        url = urlparse(request.url)
+        if "/points/" in url.path:
+            queries.append(parse_qs(url.query))
+
+    page.on("request", on_request)
+    open_ready(page, f"/projects/{PROJECT}/runs/live-run")
+    wait_points(page, "reward", key, 10)
+    expect(page.locator(".live-state").first).to_have_text("live")
+    initial = len(queries)
+
+    post_steps(seeded, "live-run", range(10, 15), ("reward", "loss"))
+    wait_points(page, "reward", key, 15)
+    wait_points(page, "loss", key, 15)
+    expect(page.locator(".fact", has_text="last step").locator("dd")).to_have_text("14")
+    # Only the steps after the last one held were fetched.
+    assert [q["start"] for q in queries[initial:]] == [["10"], ["10"]]
+    assert page.evaluate("window.__tuneplane.updates") >= 1
+
+    post_steps(seeded, "live-run", range(15, 16), ("reward", "loss", "train/grad_norm"))
+    page.wait_for_function("() => window.__tuneplane.charts['train/grad_norm']?.draws > 0")
+    assert chart_order(page) == ["reward", "loss", "train/grad_norm"]
+
+    post_ingest(seeded.base, {"alerts": [alert("live-alert", "Reward collapsed", run="live-run")]})
+    expect(page.locator(".alert-line")).to_contain_text("Reward collapsed")
+
+
+def test_a_refused_stream_is_retried(page: Page, seeded: Seeded, watched: Watched) -> None:
+    post_steps(seeded, "retry-run", range(3), ("reward",))
+    refused: list[str] = []
+
+    def refuse_once(route: Route) -> None:
+        if not refused:
+            refused.append(route.request.url)
+            route.fulfill(status=503, body="restarting")
+        else:
+            route.fallback()
+
+    page.route("**/runs/retry-run/stream", refuse_once)
+    open_ready(page, f"/projects/{PROJECT}/runs/retry-run")
+    expect(page.locator(".live-line .live-state")).to_have_text("live")
+    post_steps(seeded, "retry-run", range(3, 6), ("reward",))
+    wait_points(page, "reward", f"{PROJECT}/retry-run", 6)
+    assert len(refused) == 1
+    watched.errors[:] = [e for e in watched.errors if "status of 503" not in e]

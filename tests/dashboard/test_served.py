@@ -1,0 +1,46 @@
+"""The shell and the static files as the server sends them (no browser needed)."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from tests.dashboard.seed import Seeded
+
+PAGES = ["/", "/projects/p", "/projects/p/runs/r", "/compare?project=p&runs=a,b", "/reports"]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_is_the_shell_with_a_strict_policy(seeded: Seeded, path: str) -> None:
+    answer = httpx.get(seeded.base + path)
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == "text/html; charset=utf-8"
+    policy = answer.headers["content-security-policy"]
+    assert "script-src 'self';" in policy
+    assert "unsafe" not in policy
+    assert '<script type="module" src="/static/app.js">' in answer.text
+
+
+def test_every_module_is_preloaded_and_served_as_javascript(seeded: Seeded) -> None:
+    shell = httpx.get(seeded.base + "/").text
+    modules = re.findall(r'<link rel="modulepreload" href="([^"]+)">', shell)
+    assert "/static/app.js" in modules
+    assert "/static/vendor/uPlot.esm.js" in modules
+    for module in modules:
+        answer = httpx.get(seeded.base + module)
+        assert answer.status_code == 200, module
+        assert answer.headers["content-type"].startswith("text/javascript"), module
+        assert "innerHTML" not in answer.text or module.startswith("/static/vendor/")
+
+
+def test_the_vendored_chart_library_keeps_its_licence(seeded: Seeded) -> None:
+    licence = httpx.get(seeded.base + "/static/vendor/uPlot.LICENSE").text
+    assert "MIT License" in licence
+    assert "Leon Sorokin" in licence
+
+
+def test_pages_are_not_part_of_the_api_description(seeded: Seeded) -> None:
+    paths = httpx.get(seeded.base + "/openapi.json").json()["paths"]
+    assert not [p for p in paths if not p.startswith(("/api/", "/ingest", "/healthz"))]
