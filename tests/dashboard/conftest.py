@@ -24,14 +24,16 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+# Package scope: Playwright's sync API keeps an event loop running in the main thread while
+# it is open, which would break later tests that start their own with asyncio.run().
+@pytest.fixture(scope="package")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
     data_dir = tmp_path_factory.mktemp("dashboard")
     with running_server("--data-dir", str(data_dir), env=ENV) as base:
         yield seed(base, data_dir)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (scripts/test does it)")

@@ -2,12 +2,28 @@
 
 import asyncio
 import threading
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from sqlalchemy import Connection, text
 
 from tuneplane.store.database import Database
+
+T = TypeVar("T")
+
+
+def run_async(scenario: Callable[[], Awaitable[T]]) -> T:
+    """Run a scenario in an event loop of its own, on a fresh thread: independent of any
+    loop another test tool keeps in the main thread."""
+
+    async def main() -> T:
+        return await scenario()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, main()).result()
 
 
 def test_a_failing_job_in_a_group_rolls_back_alone(tmp_path: Path) -> None:
@@ -40,7 +56,7 @@ def test_a_failing_job_in_a_group_rolls_back_alone(tmp_path: Path) -> None:
         return await asyncio.gather(first, *jobs, return_exceptions=True)
 
     try:
-        results = asyncio.run(scenario())
+        results = run_async(scenario)
         assert results[0] == "first"
         assert results[1] == "good-1"
         assert isinstance(results[2], ValueError)
@@ -75,7 +91,7 @@ def test_results_arrive_only_after_commit(tmp_path: Path) -> None:
         await asyncio.gather(*(one(n) for n in range(200)))
 
     try:
-        asyncio.run(scenario())
+        run_async(scenario)
     finally:
         database.close()
 
@@ -93,7 +109,7 @@ def test_close_finishes_queued_work(tmp_path: Path, jobs: int) -> None:
     async def scenario() -> None:
         await asyncio.gather(*(database.write(insert, n) for n in range(jobs)))
 
-    asyncio.run(scenario())
+    run_async(scenario)
     database.close()
     reopened = Database(f"sqlite:///{tmp_path / 'db.sqlite'}")
     with reopened.connect() as connection:
