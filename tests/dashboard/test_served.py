@@ -44,3 +44,15 @@ def test_the_vendored_chart_library_keeps_its_licence(seeded: Seeded) -> None:
 def test_pages_are_not_part_of_the_api_description(seeded: Seeded) -> None:
     paths = httpx.get(seeded.base + "/openapi.json").json()["paths"]
     assert not [p for p in paths if not p.startswith(("/api/", "/ingest", "/healthz"))]
+
+
+def test_static_files_are_compressed_and_revalidated(seeded: Seeded) -> None:
+    url = seeded.base + "/static/vendor/uPlot.esm.js"
+    plain = httpx.get(url, headers={"Accept-Encoding": "identity"})
+    packed = httpx.get(url, headers={"Accept-Encoding": "gzip"})
+    assert packed.headers["content-encoding"] == "gzip"
+    assert int(packed.headers["content-length"]) < len(plain.content) / 2
+    assert packed.text == plain.text
+    again = httpx.get(url, headers={"If-None-Match": plain.headers["etag"]})
+    assert again.status_code == 304
+    assert httpx.get(seeded.base + "/static/missing.js").status_code == 404
