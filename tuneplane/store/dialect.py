@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Table, func
+from sqlalchemy import Connection, Table
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.sql.elements import ColumnElement
 
 
 def upsert(connection: Connection, table: Table) -> Any:
@@ -14,15 +13,3 @@ def upsert(connection: Connection, table: Table) -> Any:
     if connection.dialect.name == "sqlite":
         return sqlite.insert(table)
     return postgresql.insert(table)
-
-
-def least(connection: Connection, *values: Any) -> ColumnElement[Any]:
-    if connection.dialect.name == "sqlite":
-        return func.min(*values)
-    return func.least(*values)
-
-
-def greatest(connection: Connection, *values: Any) -> ColumnElement[Any]:
-    if connection.dialect.name == "sqlite":
-        return func.max(*values)
-    return func.greatest(*values)
