@@ -10,7 +10,12 @@ from playwright.sync_api import Page
 def open_ready(page: Page, path: str) -> None:
     """Open a chart page and wait until every chart on screen has drawn its data."""
     page.goto(path)
-    page.wait_for_function("() => window.__tuneplane && window.__tuneplane.ready")
+    wait_ready(page)
+
+
+def wait_ready(page: Page) -> None:
+    """Wait until the current document's charts have drawn (it may still be loading)."""
+    page.wait_for_function("() => window.__tuneplane?.ready === true")
 
 
 def charts(page: Page) -> dict[str, Any]:

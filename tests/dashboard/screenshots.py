@@ -12,6 +12,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.dashboard.pages import wait_ready
 from tests.dashboard.seed import ENV, PROJECT, SDK_PROJECT, seed
 from tests.serving import running_server
 
@@ -39,7 +40,7 @@ def main() -> None:
         for name, (path, charts) in PAGES.items():
             page.goto(path)
             if charts:
-                page.wait_for_function("() => window.__tuneplane.ready")
+                wait_ready(page)
             page.wait_for_timeout(600)
             page.screenshot(path=OUT / name)
             print(OUT / name)

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, Request, expect
 
-from tests.dashboard.pages import chart_order, charts, open_ready, wait_points
+from tests.dashboard.pages import chart_order, charts, open_ready, wait_points, wait_ready
 from tests.dashboard.seed import PROJECT, SDK_PROJECT, Seeded, post_ingest
 from tests.helpers import log
 
@@ -44,7 +44,7 @@ def test_two_runs_are_overlaid_one_colour_each_with_values_under_the_cursor(page
     page.get_by_label("select grpo-qwen-8").check()
     page.get_by_role("link", name="Compare selected").click()
     expect(page).to_have_url(f"/compare?project={PROJECT}&runs=grpo-qwen-7%2Cgrpo-qwen-8")
-    page.wait_for_function("() => window.__tuneplane.ready")
+    wait_ready(page)
     assert charts(page)["reward"]["runs"] == {
         f"{PROJECT}/grpo-qwen-7": 300,
         f"{PROJECT}/grpo-qwen-8": 240,
@@ -70,7 +70,7 @@ def test_two_runs_are_overlaid_one_colour_each_with_values_under_the_cursor(page
     expect(page).to_have_url(f"/compare?project={PROJECT}&runs=grpo-qwen-7%2Cgrpo-qwen-8&x=time")
     page.get_by_role("link", name="remove").first.click()
     expect(page).to_have_url(f"/compare?project={PROJECT}&runs=grpo-qwen-8&x=time")
-    page.wait_for_function("() => window.__tuneplane.ready")
+    wait_ready(page)
     assert charts(page)["reward"]["runs"] == {f"{PROJECT}/grpo-qwen-8": 240}
 
 
@@ -106,7 +106,7 @@ def test_drag_zoom_requeries_the_range_at_full_resolution(page: Page, long_run: 
     page.mouse.down()
     page.mouse.move(box["x"] + box["width"] * 0.45, y, steps=4)
     page.mouse.up()
-    page.wait_for_function("() => window.__tuneplane.charts.reward.draws === 2", polling=50)
+    page.wait_for_function("() => window.__tuneplane?.charts.reward.draws === 2", polling=50)
     zoom = seen[-1]
     start, end = int(zoom["start"][0]), int(zoom["end"][0])
     assert zoom["max_points"] == [str(width)]
@@ -117,7 +117,7 @@ def test_drag_zoom_requeries_the_range_at_full_resolution(page: Page, long_run: 
     expect(page.locator(".zoom")).to_contain_text("zoomed to")
 
     over.dblclick()
-    page.wait_for_function("() => window.__tuneplane.charts.reward.draws === 3")
+    page.wait_for_function("() => window.__tuneplane?.charts.reward.draws === 3")
     assert charts(page)["reward"]["runs"][key] == first["runs"][key]
     expect(page.locator(".zoom")).to_be_hidden()
     assert len(seen) == 2  # the full view was kept, not fetched again
@@ -130,7 +130,7 @@ def test_downsampled_series_keep_their_spikes_in_a_band(page: Page, long_run: st
     assert drawn["bands"] == 1
     assert drawn["y"][1] > 49
     page.locator('input[name="log"]').check()
-    page.wait_for_function("() => window.__tuneplane.charts.reward.draws === 2")
+    page.wait_for_function("() => window.__tuneplane?.charts.reward.draws === 2")
     assert charts(page)["reward"]["y"][1] > 49
 
 

@@ -45,7 +45,7 @@ def test_a_batch_posted_while_watching_appears_live(page: Page, seeded: Seeded) 
     assert page.evaluate("window.__tuneplane.updates") >= 1
 
     post_steps(seeded, "live-run", range(15, 16), ("reward", "loss", "train/grad_norm"))
-    page.wait_for_function("() => window.__tuneplane.charts['train/grad_norm']?.draws > 0")
+    page.wait_for_function("() => window.__tuneplane?.charts['train/grad_norm']?.draws > 0")
     assert chart_order(page) == ["reward", "loss", "train/grad_norm"]
 
     post_ingest(seeded.base, {"alerts": [alert("live-alert", "Reward collapsed", run="live-run")]})
