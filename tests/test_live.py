@@ -48,6 +48,35 @@ def test_run_stream_pushes_new_points(tmp_path: Path) -> None:
         assert (update["point_count"], update["last_step"]) == (2, 1)
 
 
+def test_run_stream_pushes_observations(tmp_path: Path) -> None:
+    """Outcomes do not touch the run's points or status: ``last_observation_id`` is what
+    changes, so a page showing the Validation tab knows to fetch again."""
+    with running_server("--data-dir", str(tmp_path), env=ENV) as base:
+        key = (tmp_path / "admin.key").read_text().strip()
+        runs = base + "/api/v1/projects/burtenshaw/runs"
+        admin = {"Authorization": f"Bearer {key}"}
+        assert httpx.post(runs, json={"run": "arena-run-id"}, headers=admin).is_success
+        token = httpx.post(runs + "/arena-run-id/attempts", headers=admin).json()["token"]
+        events = watch(base, RUN + "/stream")
+        assert events.get(timeout=10)["last_observation_id"] is None
+        trial = {
+            "event_id": "t0",
+            "type": "trial",
+            "round_id": "val",
+            "trial_id": "q0",
+            "trial_attempt": 0,
+            "status": "success",
+            "eligible": False,
+        }
+        sent = httpx.post(
+            base + "/api/v1/ingest/observations",
+            json={"events": [trial]},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert sent.status_code == 200, sent.text
+        assert isinstance(events.get(timeout=10)["last_observation_id"], int)
+
+
 def test_run_stream_follows_writes_to_another_server(pg_database_url: str) -> None:
     _truncate_postgres(pg_database_url)
     url = ["--database-url", pg_database_url]

@@ -342,3 +342,19 @@ def test_counts_follow_current_outcomes_in_any_arrival_order(api: TestClient) ->
         "unscored": expected.unscored,
         "reported": expected.reported,
     }
+
+
+def test_the_run_object_moves_with_every_stored_observation(api: TestClient) -> None:
+    token = attempt(api)
+    assert api.get(RUN).json()["last_observation_id"] is None
+    send(api, token, trial("t1", "q1", "failure"))
+    first = api.get(RUN).json()["last_observation_id"]
+    assert isinstance(first, int)
+    send(api, token, trial("t1", "q1", "failure"))  # a duplicate stores nothing
+    assert api.get(RUN).json()["last_observation_id"] == first
+    send(api, token, {"event_id": "h1", "type": "health", "fields": {"gpu": 0.5}})
+    second = api.get(RUN).json()["last_observation_id"]
+    assert second > first
+    send(api, token, trial("t2", "q1", "success", 1))  # a retry: the JSON moves again
+    (listed,) = api.get("/api/v1/projects/demo/runs").json()
+    assert listed["last_observation_id"] > second

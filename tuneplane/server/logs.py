@@ -68,7 +68,8 @@ def read_logs(
 @router.get(RUN + "/stream", response_class=StreamingResponse)
 async def stream_run(request: Request, project: str, run: str) -> Response:
     """Server-Sent Events: ``event: run`` with the run object (as ``GET …/runs/{run}``)
-    whenever the run changes: new points or alerts, status, heartbeat. A client fetches
+    whenever the run changes: new points or alerts, status, heartbeat, observation events
+    and evaluation outcomes (``last_observation_id``). A client fetches
     only what is new, e.g. ``…/points/{metric}?start=<last step seen + 1>``."""
     state = app_state(request)
 
@@ -87,7 +88,7 @@ async def stream_run(request: Request, project: str, run: str) -> Response:
             await state.live.wait(run_id)
             current = await run_in_threadpool(snapshot)
             # Transport health ages with the clock; only stored changes are news.
-            if current["updated_at"] != last["updated_at"] or _health(current) != _health(last):
+            if _stored(current) != _stored(last) or _health(current) != _health(last):
                 yield b"event: run\ndata: " + orjson.dumps(current) + b"\n\n"
                 last = current
                 quiet_since = time.monotonic()
@@ -100,6 +101,12 @@ async def stream_run(request: Request, project: str, run: str) -> Response:
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+def _stored(run: dict[str, object]) -> object:
+    """What a write changes: points, alerts and status move ``updated_at``; observation
+    events and evaluation outcomes move ``last_observation_id``."""
+    return run["updated_at"], run["last_observation_id"]
 
 
 def _health(run: dict[str, object]) -> object:

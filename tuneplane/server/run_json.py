@@ -5,19 +5,21 @@ from __future__ import annotations
 import time
 
 from tuneplane.contract.limits import HEARTBEAT_INTERVAL_SECONDS, HEARTBEAT_STALE_INTERVALS
-from tuneplane.contract.protocol import HEALTH_COUNTERS
+from tuneplane.contract.protocol import EVENT_HEALTH_COUNTERS, HEALTH_COUNTERS
 from tuneplane.store.catalog import RunRow
 
 
 def transport(
     health: dict[str, float] | None, health_at: float | None, now: float
 ) -> dict[str, object]:
-    """``ok``, ``lossy`` (points were dropped) or ``unknown``. No heartbeat, or none for a
-    few intervals, is unknown: it never means the run stopped. Failed sends that a retry
-    made good are counted but lose nothing."""
+    """``ok``, ``lossy`` (points or observation events were dropped) or ``unknown``. No
+    heartbeat, or none for a few intervals, is unknown: it never means the run stopped.
+    Failed sends that a retry made good are counted but lose nothing."""
     if health is None or health_at is None:
         return {"state": "unknown", "reason": "no heartbeat received", "heartbeat_at": None}
     counters = {key: health.get(key) for key in (*HEALTH_COUNTERS, "queue_capacity")}
+    # Event counters are null in heartbeats of senders older than observation events.
+    counters.update({key: health.get(key) for key in EVENT_HEALTH_COUNTERS})
     interval = float(health.get("interval", HEARTBEAT_INTERVAL_SECONDS))
     age = now - health_at
     if age > HEARTBEAT_STALE_INTERVALS * interval:
@@ -27,7 +29,7 @@ def transport(
             "heartbeat_at": health_at,
             **counters,
         }
-    lossy = bool(health.get("dropped"))
+    lossy = bool(health.get("dropped")) or bool(health.get("events_dropped"))
     return {"state": "lossy" if lossy else "ok", "heartbeat_at": health_at, **counters}
 
 
@@ -45,5 +47,6 @@ def run_json(project: str, row: RunRow, now: float | None = None) -> dict[str, o
         "status": row.status,
         "exit_code": row.exit_code,
         "attempt": row.attempt_count or None,
+        "last_observation_id": row.last_observation_id,
         "transport": transport(row.health, row.health_at, time.time() if now is None else now),
     }

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, select, union_all
 
 from tuneplane.contract.errors import NotFound
-from tuneplane.store.schema import alerts, metrics, projects, runs
+from tuneplane.contract.observations import OBSERVATION_TYPES
+from tuneplane.store.schema import alerts, metrics, observations, projects, runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,9 @@ class RunRow:
     attempt_count: int
     health: dict[str, float] | None
     health_at: float | None
+    #: The newest observation event's row id: it changes whenever an event, distribution,
+    #: health snapshot or evaluation outcome is stored, so readers know to fetch again.
+    last_observation_id: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,21 @@ def _project_id(connection: Connection, project: str) -> int:
     return int(project_id)
 
 
+def _last_observation_id() -> Any:
+    """The newest observation id of the outer query's run. One max per type, because the
+    (run, type, id) index answers each with a single seek, where a max over all of a run's
+    rows would scan them."""
+    per_type = union_all(
+        *(
+            select(func.max(observations.c.id).label("id")).where(
+                observations.c.run_id == runs.c.id, observations.c.type == kind
+            )
+            for kind in OBSERVATION_TYPES
+        )
+    ).subquery()
+    return select(func.max(per_type.c.id)).correlate(runs).scalar_subquery()
+
+
 def _run_query() -> Any:
     metric_count = (
         select(func.count()).where(metrics.c.run_id == runs.c.id).correlate(runs).scalar_subquery()
@@ -90,6 +109,7 @@ def _run_query() -> Any:
         runs.c.attempt_count,
         runs.c.health,
         runs.c.health_at,
+        _last_observation_id(),
     )
 
 
