@@ -420,6 +420,25 @@ def test_heartbeats_show_transport_health(api: TestClient) -> None:
     assert bad.json()["error"]["details"][0]["field"] == "sent"
 
 
+def test_heartbeats_carry_the_event_queue_when_the_sender_has_one(api: TestClient) -> None:
+    token = start(api)
+    api.post("/api/v1/ingest/heartbeat", json=heartbeat(), headers=token)
+    shown = api.get(RUN).json()["transport"]
+    assert (shown["state"], shown["events_sent"], shown["events_dropped"]) == ("ok", None, None)
+    events = {"events_queued": 3, "events_sent": 2, "events_dropped": 0}
+    events |= {"events_queue_size": 1, "events_queue_capacity": 128}
+    api.post("/api/v1/ingest/heartbeat", json=heartbeat(**events), headers=token)
+    shown = api.get(RUN).json()["transport"]
+    assert shown["state"] == "ok"
+    assert {key: shown[key] for key in events} == events
+    lost = heartbeat(**{**events, "events_dropped": 1})
+    api.post("/api/v1/ingest/heartbeat", json=lost, headers=token)
+    assert api.get(RUN).json()["transport"]["state"] == "lossy"
+    bad = heartbeat(events_sent=-2)
+    refused = api.post("/api/v1/ingest/heartbeat", json=bad, headers=token)
+    assert refused.json()["error"]["details"][0]["field"] == "events_sent"
+
+
 def test_a_stale_heartbeat_is_unknown_never_stopped() -> None:
     health = heartbeat()
     assert transport(health, 1000.0, now=1010.0)["state"] == "ok"

@@ -136,22 +136,30 @@ def _fields(check: _Check, item: dict[str, Any], *, required: bool) -> dict[str,
     return fields
 
 
+def bounds_problem(bounds: object) -> str | None:
+    """Why ``bounds`` cannot be a histogram's bucket bounds, or None when it can."""
+    if (
+        not isinstance(bounds, list)
+        or not 1 <= len(bounds) <= HISTOGRAM_MAX_BOUNDS
+        or any(finite_float(b) is None for b in bounds)
+    ):
+        return f"must be 1-{HISTOGRAM_MAX_BOUNDS} finite numbers"
+    if any(a >= b for a, b in itertools.pairwise(bounds)):
+        return "must be strictly increasing"
+    return None
+
+
 def _histogram(check: _Check, item: dict[str, Any]) -> dict[str, list[Any]]:
     histogram = item.get("histogram")
     if not isinstance(histogram, dict):
         check.add("histogram", "required: {bounds, counts}")
         return {}
     bounds, counts = histogram.get("bounds"), histogram.get("counts")
-    if (
-        not isinstance(bounds, list)
-        or not 1 <= len(bounds) <= HISTOGRAM_MAX_BOUNDS
-        or any(finite_float(b) is None for b in bounds)
-    ):
-        check.add("histogram.bounds", f"must be 1-{HISTOGRAM_MAX_BOUNDS} finite numbers")
+    problem = bounds_problem(bounds)
+    if problem is not None:
+        check.add("histogram.bounds", problem)
         return {}
-    if any(a >= b for a, b in itertools.pairwise(bounds)):
-        check.add("histogram.bounds", "must be strictly increasing")
-        return {}
+    assert isinstance(bounds, list)
     if (
         not isinstance(counts, list)
         or len(counts) != len(bounds) + 1

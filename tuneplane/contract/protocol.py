@@ -29,6 +29,15 @@ InvalidKind = Literal["nan", "inf", "-inf"]
 INVALID_KINDS: Final[tuple[InvalidKind, ...]] = ("nan", "inf", "-inf")
 LogStream = Literal["stdout", "stderr"]
 HEALTH_COUNTERS: Final = ("queued", "sent", "dropped", "failed_sends", "queue_size")
+#: The observation queue's counters: optional, because senders older than observation
+#: events do not send them.
+EVENT_HEALTH_COUNTERS: Final = (
+    "events_queued",
+    "events_sent",
+    "events_dropped",
+    "events_queue_size",
+    "events_queue_capacity",
+)
 
 
 def _object(body: object) -> dict[str, Any]:
@@ -254,7 +263,8 @@ def parse_status(body: object) -> StatusReport:
 
 
 def parse_heartbeat(body: object) -> dict[str, float]:
-    """Transport health counters; all nonnegative integers, plus capacity and interval."""
+    """Transport health counters; all nonnegative integers, plus capacity and interval,
+    and optionally the observation queue's counters."""
     item = _object(body)
     violations: list[Violation] = []
     health: dict[str, float] = {}
@@ -264,6 +274,14 @@ def parse_heartbeat(body: object) -> dict[str, float]:
             health[key] = value
         else:
             violations.append(Violation(key, "must be a nonnegative integer"))
+    for key in EVENT_HEALTH_COUNTERS:
+        value = item.get(key)
+        if value is None:
+            continue
+        if isinstance(value, int) and is_count(value):
+            health[key] = value
+        else:
+            violations.append(Violation(key, "must be a nonnegative integer or absent"))
     interval = finite_float(item.get("interval"))
     if interval is None or not 0 < interval <= 3600:
         violations.append(Violation("interval", "must be seconds between heartbeats (0-3600]"))
