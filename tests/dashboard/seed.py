@@ -1,6 +1,7 @@
 """Runs for the dashboard tests and screenshots, sent through the public API only: Arena
 batches to ``POST /ingest`` and the run protocol (an API key, an attempt token) for SDK runs
-with status, heartbeat, NaN/inf steps and log lines."""
+with status, heartbeat, NaN/inf steps and log lines, and for evaluation outcomes and events
+(``seed_eval``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from tests.dashboard.seed_eval import seed_evaluation
 from tests.helpers import alert, log
 
 SECRET = "dashboard-secret"
@@ -199,4 +201,5 @@ def seed(base: str, data_dir: Path) -> Seeded:
         },
     )
     token = sdk_run(base, admin_key)
+    seed_evaluation(base, admin_key)
     return Seeded(base=base, admin_key=admin_key, token=token)

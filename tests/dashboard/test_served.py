@@ -9,7 +9,14 @@ import pytest
 
 from tests.dashboard.seed import Seeded
 
-PAGES = ["/", "/projects/p", "/projects/p/runs/r", "/compare?project=p&runs=a,b", "/reports"]
+PAGES = [
+    "/",
+    "/projects/p",
+    "/projects/p/runs/r",
+    "/compare?project=p&runs=a,b",
+    "/reports",
+    "/matched?left=p/a/r1&right=p/b/r1",
+]
 
 
 @pytest.mark.parametrize("path", PAGES)

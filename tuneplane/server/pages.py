@@ -130,7 +130,8 @@ def runs_page(project: str) -> Response:
 
 @router.get("/projects/{project}/runs/{run}")
 def run_page(project: str, run: str) -> Response:
-    """One run: every metric charted, live; logs tab; ``?metric=…&smooth=…&x=…&log=1``."""
+    """One run: every metric charted, live; Validation, Events and Logs tabs
+    (``?tab=validation&round=…&status=…&trial=…``); ``?metric=…&smooth=…&x=…&log=1``."""
     return _page()
 
 
@@ -143,4 +144,11 @@ def compare_page() -> Response:
 @router.get("/reports")
 def reports_page() -> Response:
     """Alerts, newest first: ``/reports?project=<p>&runs=<r1>,<r2>&level=error#alert-<id>``."""
+    return _page()
+
+
+@router.get("/matched")
+def matched_page() -> Response:
+    """Matched evaluation evidence of two rounds:
+    ``/matched?left=<project>/<run>/<round>&right=<project>/<run>/<round>``."""
     return _page()

@@ -2,6 +2,7 @@
 
 import { debug } from "./lib/debug.js";
 import { empty, mount } from "./lib/dom.js";
+import { matchedPage } from "./pages/matched.js";
 import { projectsPage } from "./pages/projects.js";
 import { reportsPage } from "./pages/reports.js";
 import { comparePage, runPage } from "./pages/run.js";
@@ -13,6 +14,7 @@ const ROUTES = [
   [/^\/projects\/([^/]+)\/runs\/([^/]+)\/?$/, (project, run) => runPage(project, run)],
   [/^\/compare\/?$/, () => comparePage()],
   [/^\/reports\/?$/, () => reportsPage()],
+  [/^\/matched\/?$/, () => matchedPage()],
 ];
 
 async function route() {

@@ -53,6 +53,22 @@ export const invalid = (project, name, metric) =>
 export const logs = (project, name, after = 0, limit = 500) =>
   getJSON(`${runPath(project, name)}/logs${query({ after, limit })}`);
 
+/** The latest observation events, newest first; a type (e.g. "health") finds older ones. */
+export const observations = (project, name, type = null, limit = null) =>
+  getJSON(`${runPath(project, name)}/observations${query({ type, limit })}`);
+
+/** Evaluation rounds: counts, rates with intervals or reasons; state "unknown" if none. */
+export const evaluation = (project, name) => getJSON(`${runPath(project, name)}/evaluation`);
+const roundPath = (project, name, round) => `${runPath(project, name)}/evaluation/${enc(round)}`;
+/** One page of current outcomes by trial id: {trials, next}. */
+export const trials = (project, name, round, { status = null, after = null, limit = null } = {}) =>
+  getJSON(`${roundPath(project, name, round)}/trials${query({ status, after, limit })}`);
+/** A trial's retry history, current attempt first. */
+export const trialHistory = (project, name, round, trial) =>
+  getJSON(`${roundPath(project, name, round)}/trials/${enc(trial)}`);
+/** Matched evidence; each side is "project/run/round". */
+export const matched = (left, right) => getJSON(`/api/v1/evaluation/matched${query({ left, right })}`);
+
 /** Buckets of one metric reduced by the server to at most maxPoints (within start..end). */
 export const points = (project, name, metric, { maxPoints, start = null, end = null, signal }) =>
   getJSON(
@@ -69,6 +85,7 @@ export const page = {
   project: (project) => `/projects/${enc(project)}`,
   run: (project, name, search = "") => `/projects/${enc(project)}/runs/${enc(name)}${search}`,
   compare: (project, names) => `/compare${query({ project, runs: names.join(",") })}`,
+  matched: (left = null, right = null) => `/matched${query({ left, right })}`,
   reports: (project, names = [], level = null) =>
     `/reports${query({ project, runs: names.length ? names.join(",") : null, level })}`,
 };

@@ -89,3 +89,29 @@ export function debounce(fn, ms) {
     timer = setTimeout(() => fn(...args), ms);
   };
 }
+
+/**
+ * One run of an async fn at a time: a call while it runs asks for one more run after it,
+ * so a burst of changes costs at most two fetches and the last one sees the latest state.
+ */
+export function serial(fn) {
+  let running = false;
+  let again = false;
+  const run = async () => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    try {
+      await fn();
+    } finally {
+      running = false;
+      if (again) {
+        again = false;
+        run();
+      }
+    }
+  };
+  return run;
+}

@@ -1,10 +1,12 @@
 // The view lives in the address, so a shared link reproduces it:
 //   ?x=time&smooth=0.6&log=1&metric=reward&metric=train/loss&filter=kl&tab=logs
+// (the Validation tab adds round=, status= and trial= of its own; they are kept as they are)
 // Defaults are left out, and changing the view replaces the history entry.
 
 export const X_AXES = ["step", "time", "relative"];
 export const X_LABELS = { step: "step", time: "wall time", relative: "relative time" };
 
+export const TABS = ["charts", "validation", "events", "logs"];
 const DEFAULTS = { x: "step", smooth: 0, log: false, metrics: [], filter: "", tab: "charts" };
 
 export function readView(search = location.search) {
@@ -16,7 +18,7 @@ export function readView(search = location.search) {
     log: q.get("log") === "1",
     metrics: q.getAll("metric"),
     filter: q.get("filter") ?? "",
-    tab: q.get("tab") === "logs" ? "logs" : "charts",
+    tab: TABS.includes(q.get("tab")) ? q.get("tab") : DEFAULTS.tab,
   };
 }
 
@@ -53,4 +55,16 @@ export function withParam(key, value, search = location.search) {
 /** "a,b" -> ["a", "b"], dropping empties and repeats. */
 export function listParam(value) {
   return [...new Set((value ?? "").split(",").map((s) => s.trim()).filter(Boolean))];
+}
+
+/** Replace some query parameters in place (null removes one), keeping the others. */
+export function replaceParams(changes) {
+  const q = new URLSearchParams(location.search);
+  for (const [key, value] of Object.entries(changes)) {
+    if (value == null || value === "") q.delete(key);
+    else q.set(key, value);
+  }
+  const text = q.toString();
+  const search = text ? `?${text}` : "";
+  if (search !== location.search) history.replaceState(null, "", `${location.pathname}${search}${location.hash}`);
 }

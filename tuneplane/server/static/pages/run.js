@@ -1,5 +1,6 @@
 // A run page (/projects/<p>/runs/<r>) and a comparison (/compare?project=<p>&runs=<a>,<b>):
-// header, chart controls, every metric charted, live; the run page also has the logs tab.
+// header, chart controls, every metric charted, live; the run page also has the Validation,
+// Events and Logs tabs.
 
 import * as api from "../lib/api.js";
 import { Board } from "../charts/board.js";
@@ -9,6 +10,8 @@ import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { fmtInt } from "../lib/format.js";
 import { watchRuns } from "../lib/live.js";
 import { listParam, readView, writeView } from "../lib/url.js";
+import { ValidationView } from "../evaluation/validation.js";
+import { EventsView } from "../events/eventsview.js";
 import { LogView } from "../logs/logview.js";
 import { chartControls } from "./controls.js";
 import { alertStrip, compareHeader, runHeader } from "./runheader.js";
@@ -103,31 +106,39 @@ async function chartsPage(wanted, { single }) {
       ? h("p", { class: "notice", text: `Not found: ${missing.map((r) => `${r.project}/${r.run}`).join(", ")}.` })
       : null,
   ];
-  let logs = null;
-  const logsPanel = h("div", { class: "panel" });
+  // The run page's other tabs are made when first shown.
+  const views = {};
+  const panels = { charts: chartsPanel };
+  const makers = {
+    validation: () => new ValidationView(refs[0]),
+    events: () => new EventsView(refs[0]),
+    logs: () => new LogView(refs[0]),
+  };
   if (single) {
     const tabs = h("nav", { class: "tabs", role: "tablist" });
     const showTab = (tab) => {
       view = { ...view, tab };
       writeView(view);
-      chartsPanel.hidden = tab !== "charts";
-      logsPanel.hidden = tab !== "logs";
+      for (const [name, panel] of Object.entries(panels)) panel.hidden = name !== tab;
       for (const button of tabs.children) button.setAttribute("aria-selected", String(button.dataset.tab === tab));
-      if (tab === "logs" && !logs) {
-        logs = new LogView(refs[0]);
-        logsPanel.append(logs.el);
-        logs.start();
+      if (makers[tab] && !views[tab]) {
+        views[tab] = makers[tab]();
+        panels[tab].append(views[tab].el);
+        views[tab].start();
       }
     };
+    for (const tab of Object.keys(makers)) panels[tab] = h("div", { class: "panel" });
     tabs.append(
       ...[
         ["charts", "Charts"],
+        ["validation", "Validation"],
+        ["events", "Events"],
         ["logs", "Logs"],
       ].map(([tab, label]) =>
         h("button", { type: "button", role: "tab", class: "tab", dataset: { tab }, text: label, onclick: () => showTab(tab) }),
       ),
     );
-    parts.push(tabs, chartsPanel, logsPanel);
+    parts.push(tabs, ...Object.values(panels));
     mount(...parts);
     showTab(view.tab);
   } else {
@@ -152,9 +163,14 @@ async function chartsPage(wanted, { single }) {
     refs,
     (ref, run) => {
       const before = runs.get(ref.key);
+      runs.set(ref.key, run);
+      // Events and outcomes move only last_observation_id: the tabs that show them fetch.
+      if (before?.last_observation_id !== run.last_observation_id) {
+        views.validation?.refresh();
+        views.events?.refresh();
+      }
       // A stream's first event is the run as it is now: nothing to fetch if it is unchanged.
       if (before && sameRun(before, run)) return;
-      runs.set(ref.key, run);
       renderHead();
       refreshAlerts(ref, run);
       board.update(ref);

@@ -1,0 +1,55 @@
+"""The matched view: transitions over trials present in both rounds, always; the observed
+success-rate difference with the exact McNemar test only when the protocol matches and both
+rounds are completely scored, otherwise the conditions that failed; rounds picked per side."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from tuneplane.evaluation.matched import mcnemar_exact
+
+
+def transition(page: Page, key: str) -> str:
+    text: str = page.locator(f'tr[data-transition="{key}"] td').inner_text()
+    return text
+
+
+def test_incomplete_rounds_show_transitions_and_which_condition_failed(page: Page) -> None:
+    page.goto("/matched?left=lab/eval-base/val-1&right=lab/eval-tuned/val-1")
+    expect(page.locator(".transitions-table tr")).to_have_count(7)
+    assert transition(page, "failure_to_success") == "24"
+    assert transition(page, "success_to_failure") == "0"
+    assert transition(page, "unscored_either") == "24"
+    assert transition(page, "missing_right") == "10"
+    expect(page.locator(".difference.withheld .reasons li")).to_have_text(
+        [
+            "left round is not completely scored (104 of 140 trials scored)",
+            "right round is not completely scored (120 of 140 trials scored)",
+        ]
+    )
+    expect(page.locator(".difference-value")).to_have_count(0)
+
+
+def test_a_round_is_picked_on_each_side_and_the_difference_shown(page: Page) -> None:
+    page.goto("/projects/lab/runs/eval-base?tab=validation")
+    page.locator('tr[data-round="val-full"]').get_by_role("link", name="compare with…").click()
+    expect(page).to_have_url(re.compile(r"/matched\?left=lab%2Feval-base%2Fval-full$"))
+    expect(page.locator(".matched-result .empty-title")).to_have_text(
+        "No round chosen on the right."
+    )
+    expect(page.locator('select[name="left-round"]')).to_have_value("val-full")
+    page.locator('select[name="right-project"]').select_option("lab")
+    page.locator('select[name="right-run"]').select_option("eval-tuned")
+    page.locator('select[name="right-round"]').select_option("val-full")
+    page.get_by_role("button", name="Compare these rounds").click()
+
+    expect(page.locator(".difference-value")).to_have_text("+5.0 percentage points")
+    expect(page.locator(".difference-label")).to_contain_text("observed difference")
+    p_value = mcnemar_exact(4, 3)
+    expect(page.locator(".mcnemar")).to_have_text(
+        f"Exact McNemar test on discordant trial pairs (two-sided): p = {p_value:#.3g}"
+    )
+    assert transition(page, "failure_to_success") == "4"
+    assert transition(page, "success_to_failure") == "3"

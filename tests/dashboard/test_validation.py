@@ -1,0 +1,141 @@
+"""The Validation tab: honest counts, rates with Wilson intervals or the reason there is
+none, "unknown" for a run without outcomes, trial results filtered and paged by the server,
+retry histories, and trials moving between filters live as retries land."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from tests.dashboard.seed import Seeded
+from tests.dashboard.seed_eval import HISTORY_TRIAL, XSS, new_attempt, post_observations, trial
+
+BASE = "/projects/lab/runs/eval-base"
+DASH = "\N{EN DASH}"
+
+
+def pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def test_rounds_show_counts_and_rates_with_intervals(page: Page, seeded: Seeded) -> None:
+    answer = httpx.get(f"{seeded.base}/api/v1{BASE}/evaluation").json()
+    val_1 = next(r for r in answer["rounds"] if r["round_id"] == "val-1")
+    page.goto(BASE + "?tab=validation")
+    row = page.locator('.rounds-table tr[data-round="val-1"]')
+    expect(row.locator(".col-success")).to_have_text("78")
+    expect(row.locator(".col-failure")).to_have_text("26")
+    expect(row.locator(".col-infra_error")).to_have_text("13")
+    expect(row.locator(".col-unscored")).to_have_text("13")
+    expect(row.locator(".col-not-reported")).to_have_text("10")
+    for column, key, value, fraction in (
+        ("col-rate", "success_rate", "75.0%", "78 / 104"),
+        ("col-coverage", "scoring_coverage", "74.3%", "104 / 140"),
+    ):
+        low, high = val_1[key]["wilson95"]
+        cell = row.locator(f".{column}")
+        expect(cell.locator(".figure-value")).to_have_text(value)
+        expect(cell.locator(".figure-ci")).to_have_text(f"95% CI {pct(low)}{DASH}{pct(high)}")
+        expect(cell.locator(".figure-fraction")).to_have_text(fraction)
+
+
+def test_an_unknown_population_gives_the_reason_and_no_percentage(page: Page) -> None:
+    page.goto(BASE + "?tab=validation")
+    row = page.locator('.rounds-table tr[data-round="val-open"]')
+    expect(row.locator(".col-expected")).to_have_text("not declared")
+    coverage = row.locator(".col-coverage")
+    expect(coverage).to_contain_text("unknown population")
+    assert "%" not in coverage.inner_text()
+    expect(row.locator(".col-not-reported")).to_contain_text("unknown")
+    assert "%" not in row.locator(".col-not-reported").inner_text()
+
+
+def test_a_run_without_outcomes_is_unknown_not_zero(page: Page) -> None:
+    page.goto("/projects/lab/runs/sdk-run")
+    page.get_by_role("tab", name="Validation").click()
+    expect(page).to_have_url("/projects/lab/runs/sdk-run?tab=validation")
+    panel = page.locator(".validation")
+    expect(panel.locator(".empty-title")).to_have_text("Evaluation outcomes: unknown.")
+    assert "0%" not in panel.inner_text()
+    expect(panel.locator(".rounds-table")).to_have_count(0)
+
+
+def trial_ids(page: Page) -> list[str]:
+    ids: list[str] = page.eval_on_selector_all(
+        ".trials-table tbody tr[data-trial]", "rows => rows.map(r => r.dataset.trial)"
+    )
+    return ids
+
+
+def test_trial_results_are_filtered_and_paged_by_the_server(page: Page) -> None:
+    pages: list[str] = []
+    page.on("request", lambda r: pages.append(r.url) if "/trials?" in r.url else None)
+    page.goto(BASE + "?tab=validation")
+    page.locator('tr[data-round="val-1"]').get_by_role(
+        "button", name="Inspect trial results"
+    ).click()
+    expect(page).to_have_url(re.compile(r"round=val-1"))
+    where = page.locator(".page-where")
+    expect(where).to_have_text(f"reported trials 1{DASH}50 of 130")
+    assert trial_ids(page) == [f"q{i:03d}" for i in range(50)]
+    page.get_by_role("button", name="next →").click()
+    expect(where).to_have_text(f"reported trials 51{DASH}100 of 130")
+    assert trial_ids(page) == [f"q{i:03d}" for i in range(50, 100)]
+    page.get_by_role("button", name="next →").click()
+    expect(where).to_have_text(f"reported trials 101{DASH}130 of 130")
+    expect(page.get_by_role("button", name="next →")).to_be_disabled()
+    page.get_by_role("button", name="← previous").click()
+    expect(where).to_have_text(f"reported trials 51{DASH}100 of 130")
+    assert any("after=q049" in url and "limit=50" in url for url in pages)
+
+    page.locator(".outcome-filter.failure").click()
+    expect(page).to_have_url(re.compile(r"status=failure"))
+    expect(where).to_have_text(f"model failures 1{DASH}26 of 26")
+    expect(page.locator(".trials-table tbody .outcome")).to_have_text(["model failure"] * 26)
+    page.locator(".outcome-filter.success").click()
+    expect(where).to_have_text(f"successes 1{DASH}50 of 78")
+    page.get_by_role("button", name="next →").click()
+    expect(where).to_have_text(f"successes 51{DASH}78 of 78")
+    assert any("status=success" in url and "after=" in url for url in pages)
+
+
+def test_a_trial_shows_its_retry_history_as_text(page: Page) -> None:
+    page.goto(BASE + "?tab=validation&round=val-1")
+    page.get_by_role("button", name=HISTORY_TRIAL, exact=True).click()
+    expect(page).to_have_url(re.compile(f"trial={HISTORY_TRIAL}"))
+    history = page.locator(".history")
+    expect(history.locator("h3")).to_have_text(f"Retry history of {HISTORY_TRIAL}")
+    rows = history.locator("tbody tr")
+    expect(rows).to_have_count(3)
+    expect(rows.locator(".outcome")).to_have_text(["success", "model failure", "execution error"])
+    expect(rows.first).to_contain_text("current")
+    expect(rows.nth(2).locator(".error-type")).to_have_text(XSS)
+    assert page.locator(".validation img").count() == 0
+
+
+def test_a_retry_moves_its_trial_between_filters_live(page: Page, seeded: Seeded) -> None:
+    token = new_attempt(seeded.base, seeded.admin_key, "eval-live")
+    statuses = ["success", "failure", "failure", "infra_error"]
+    post_observations(
+        seeded.base,
+        token,
+        [trial("val-live", f"t{i}", status) for i, status in enumerate(statuses)],
+    )
+    page.goto("/projects/lab/runs/eval-live?tab=validation&round=val-live&status=failure")
+    expect(page.locator(".live-line .live-state")).to_have_text("live")
+    expect(page.locator(".page-where")).to_have_text(f"model failures 1{DASH}2 of 2")
+    assert trial_ids(page) == ["t1", "t2"]
+    page.get_by_role("button", name="t1", exact=True).click()
+    expect(page.locator(".history tbody tr")).to_have_count(1)
+
+    post_observations(seeded.base, token, [trial("val-live", "t1", "success", 1)])
+    expect(page.locator(".trials-table tbody tr[data-trial]")).to_have_count(1)
+    assert trial_ids(page) == ["t2"]
+    expect(page.locator(".outcome-filter.failure .count")).to_have_text("1")
+    expect(page.locator('tr[data-round="val-live"] .col-success')).to_have_text("2")
+    expect(page.locator(".history tbody tr")).to_have_count(2)
+    page.locator(".outcome-filter.success").click()
+    expect(page.locator(".page-where")).to_have_text(f"successes 1{DASH}2 of 2")
+    assert trial_ids(page) == ["t0", "t1"]

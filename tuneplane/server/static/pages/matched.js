@@ -1,0 +1,211 @@
+// Matched evaluation evidence (/matched?left=<project>/<run>/<round>&right=…): one round
+// chosen explicitly on each side (GET /api/v1/evaluation/matched). The transitions over
+// trials present in both are always shown; the success-rate difference only when the four
+// protocol digests match and both rounds are completely scored, otherwise the conditions that
+// failed. It is an observed difference; the exact McNemar test is given beside it.
+
+import * as api from "../lib/api.js";
+import { debug } from "../lib/debug.js";
+import { crumbs, empty, h, mount } from "../lib/dom.js";
+import { fmtInt } from "../lib/format.js";
+import { rateFigure } from "../evaluation/figures.js";
+
+const SIDES = [
+  ["left", "Left (baseline)"],
+  ["right", "Right (compared)"],
+];
+
+debug.matched = null;
+
+/** "project/run/round" → {project, run, round}; project and run names have no "/". */
+function parseSpec(spec) {
+  const [project, run, ...rest] = (spec ?? "").split("/");
+  const round = rest.join("/");
+  return project && run && round ? { project, run, round } : { project: project || "", run: run || "", round: "" };
+}
+
+const specOf = ({ project, run, round }) => (project && run && round ? `${project}/${run}/${round}` : null);
+
+export async function matchedPage() {
+  debug.page = "matched";
+  crumbs([["matched evaluation", null]]);
+  const params = new URLSearchParams(location.search);
+  const chosen = { left: parseSpec(params.get("left")), right: parseSpec(params.get("right")) };
+  const projects = (await api.projects()).map((p) => p.project);
+
+  const compare = h("button", { type: "button", class: "compare-go", text: "Compare these rounds" });
+  const pickers = await Promise.all(SIDES.map(([side, label]) => sidePicker(side, label, chosen[side], projects, () => ready())));
+  const ready = () => {
+    compare.disabled = !(specOf(chosen.left) && specOf(chosen.right));
+  };
+  compare.addEventListener("click", () => location.assign(api.page.matched(specOf(chosen.left), specOf(chosen.right))));
+  ready();
+
+  const result = h("div", { class: "matched-result" });
+  mount(
+    h("h1", { text: "Matched evaluation evidence" }),
+    h("p", {
+      class: "muted",
+      text: "Pick one evaluation round on each side. Trials are matched by trial ID; transitions count trials present in both rounds.",
+    }),
+    h("div", { class: "pickers" }, pickers, compare),
+    result,
+  );
+
+  const left = params.get("left");
+  const right = params.get("right");
+  if (!left || !right) {
+    result.append(
+      empty(
+        `No round chosen on the ${!left && !right ? "left or the right" : !left ? "left" : "right"}.`,
+        "Choose a project, a run and a round on each side, then compare. The Validation tab of a run links here with its round on the left.",
+      ),
+    );
+    return;
+  }
+  let answer;
+  try {
+    answer = await api.matched(left, right);
+  } catch (error) {
+    if (!error.status || error.status >= 500) throw error;
+    result.append(empty("These rounds cannot be compared.", error.message));
+    return;
+  }
+  debug.matched = answer;
+  result.append(renderMatched(answer, { left, right }));
+}
+
+async function sidePicker(side, label, chosen, projects, onChange) {
+  const project = h("select", { name: `${side}-project`, "aria-label": `${side} project` });
+  const run = h("select", { name: `${side}-run`, "aria-label": `${side} run` });
+  const round = h("select", { name: `${side}-round`, "aria-label": `${side} round` });
+  const note = h("p", { class: "muted picker-note" });
+  const options = (select, values, current, none) => {
+    select.replaceChildren(
+      h("option", { value: "", text: none }),
+      ...values.map((value) => h("option", { value, text: value, selected: value === current })),
+    );
+    if (current && !values.includes(current)) select.value = "";
+  };
+  const loadRuns = async () => {
+    const runs = chosen.project ? (await api.runs(chosen.project)).map((r) => r.run) : [];
+    options(run, runs, chosen.run, chosen.project ? "choose a run" : "—");
+    chosen.run = run.value;
+  };
+  const loadRounds = async () => {
+    note.textContent = "";
+    let rounds = [];
+    if (chosen.project && chosen.run) {
+      const answer = await api.evaluation(chosen.project, chosen.run);
+      rounds = answer.rounds.map((r) => r.round_id);
+      if (answer.state === "unknown") note.textContent = "This run has sent no evaluation outcome: its rounds are unknown.";
+    }
+    options(round, rounds, chosen.round, chosen.run ? "choose a round" : "—");
+    chosen.round = round.value;
+  };
+  options(project, projects, chosen.project, "choose a project");
+  chosen.project = project.value;
+  await loadRuns();
+  await loadRounds();
+  project.addEventListener("change", async () => {
+    Object.assign(chosen, { project: project.value, run: "", round: "" });
+    await loadRuns();
+    await loadRounds();
+    onChange();
+  });
+  run.addEventListener("change", async () => {
+    Object.assign(chosen, { run: run.value, round: "" });
+    await loadRounds();
+    onChange();
+  });
+  round.addEventListener("change", () => {
+    chosen.round = round.value;
+    onChange();
+  });
+  return h(
+    "fieldset",
+    { class: `side-picker ${side}` },
+    h("legend", { text: label }),
+    h("label", { class: "control" }, h("span", { class: "control-label", text: "project" }), project),
+    h("label", { class: "control" }, h("span", { class: "control-label", text: "run" }), run),
+    h("label", { class: "control" }, h("span", { class: "control-label", text: "round" }), round),
+    note,
+  );
+}
+
+function sideCard(side, label, spec, round) {
+  const { project, run } = parseSpec(spec);
+  const digests = Object.entries(round.digests ?? {}).filter(([, v]) => v);
+  return h(
+    "div",
+    { class: `side-card ${side}` },
+    h("h3", {}, `${label}: `, h("a", { href: api.page.run(project, run, "?tab=validation"), text: `${project}/${run}` }), ` · round ${round.round_id}`),
+    h(
+      "dl",
+      { class: "facts" },
+      h("div", { class: "fact" }, h("dt", { text: "expected" }), h("dd", { text: round.declared ? fmtInt(round.expected) : "not declared" })),
+      h("div", { class: "fact" }, h("dt", { text: "reported" }), h("dd", { text: fmtInt(round.counts.reported) })),
+      h("div", { class: "fact" }, h("dt", { text: "success rate" }), h("dd", {}, rateFigure(round.success_rate))),
+      h("div", { class: "fact" }, h("dt", { text: "scoring coverage" }), h("dd", {}, rateFigure(round.scoring_coverage))),
+    ),
+    h(
+      "p",
+      { class: "muted digests" },
+      digests.length
+        ? digests.map(([name, value]) => h("span", { class: "digest", title: value, text: `${name} ${value.slice(0, 12)}… ` }))
+        : "No protocol digests declared.",
+    ),
+  );
+}
+
+const TRANSITIONS = [
+  ["failure_to_success", "failure → success"],
+  ["success_to_failure", "success → failure"],
+  ["success_to_success", "success → success"],
+  ["failure_to_failure", "failure → failure"],
+  ["unscored_either", "not scored on one side"],
+  ["missing_left", "missing on the left (right only)"],
+  ["missing_right", "missing on the right (left only)"],
+];
+
+function renderMatched(answer, specs) {
+  const moves = answer.transitions;
+  const diff = answer.difference;
+  const points = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v * 100).toFixed(1)} percentage points`;
+  return h(
+    "div",
+    {},
+    h("div", { class: "side-cards" }, sideCard("left", "Left", specs.left, answer.left), sideCard("right", "Right", specs.right, answer.right)),
+    h("h2", { class: "section-title", text: "Trial transitions, left → right" }),
+    h("p", { class: "muted", text: moves.label }),
+    h(
+      "table",
+      { class: "table transitions-table" },
+      h("tbody", {}, TRANSITIONS.map(([key, label]) => h("tr", { dataset: { transition: key } }, h("th", { text: label }), h("td", { class: "num", text: fmtInt(moves[key]) })))),
+    ),
+    h("h2", { class: "section-title", text: "Observed difference in success rate" }),
+    diff.shown
+      ? h(
+          "div",
+          { class: "difference shown" },
+          h("p", {}, h("span", { class: "difference-value", text: points(diff.value) }), " (right − left)"),
+          h("p", { class: "muted difference-label", text: `An ${diff.label}.` }),
+          h(
+            "p",
+            { class: "mcnemar" },
+            h("span", { text: `${diff.mcnemar_label[0].toUpperCase()}${diff.mcnemar_label.slice(1)}: ` }),
+            h("strong", { text: diff.mcnemar_exact_p == null ? "no discordant pairs" : `p = ${diff.mcnemar_exact_p.toPrecision(3)}` }),
+          ),
+        )
+      : h(
+          "div",
+          { class: "difference withheld" },
+          h("p", { text: "No success-rate difference is shown, because:" }),
+          h("ul", { class: "reasons" }, diff.reasons.map((reason) => h("li", { text: reason }))),
+          h("p", {
+            class: "muted",
+            text: "A difference is shown only when the dataset, cohort, verifier and settings digests all match and both rounds are completely scored. The transitions above hold either way.",
+          }),
+        ),
+  );
+}
