@@ -23,6 +23,12 @@ PAGES = {
     "compare.png": (f"/compare?project={PROJECT}&runs=grpo-qwen-7,grpo-qwen-8&smooth=0.8", True),
     "reports.png": (f"/reports?project={PROJECT}&runs=grpo-qwen-7#alert-slow-step-180", False),
     "logs.png": (f"/projects/{SDK_PROJECT}/runs/sdk-run?tab=logs", False),
+    "validation.png": (
+        f"/projects/{SDK_PROJECT}/runs/eval-base?tab=validation&round=val-1&trial=q003",
+        False,
+    ),
+    "events.png": (f"/projects/{SDK_PROJECT}/runs/eval-base?tab=events", False),
+    "matched.png": ("/matched?left=lab/eval-base/val-full&right=lab/eval-tuned/val-full", False),
 }
 
 
