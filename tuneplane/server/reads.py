@@ -148,17 +148,10 @@ def read_points(
         assert bounds is not None
         lo = max(bounds[0], start if start is not None else bounds[0])
         hi = min(bounds[1], end if end is not None else bounds[1])
-        total = points.count_points(connection, metric_id, lo, hi) if lo <= hi else 0
-        # A series that fits is returned whole: one bucket per point.
-        buckets = (
-            points.read_buckets(connection, metric_id, lo=lo, hi=hi, buckets=max_points)
-            if total > max_points
-            else []
-        )
-        raw = (
-            points.read_page(connection, metric_id, after=None, start=lo, end=hi, limit=total)
-            if 0 < total <= max_points
-            else []
+        chart = (
+            points.read_chart(connection, metric_id, lo=lo, hi=hi, max_points=max_points)
+            if lo <= hi
+            else points.Chart(0, False, [])
         )
     body = [
         {
@@ -171,22 +164,15 @@ def read_points(
             "last": b.last,
             "time": b.time_last,
         }
-        for b in buckets
-    ] or [
-        {
-            "step_min": p.step,
-            "step_max": p.step,
-            "count": 1,
-            "min": p.value,
-            "max": p.value,
-            "mean": p.value,
-            "last": p.value,
-            "time": p.time,
-        }
-        for p in raw
+        for b in chart.buckets
     ]
     return JSON(
-        {"metric": metric, "downsampled": bool(buckets), "total_points": total, "buckets": body}
+        {
+            "metric": metric,
+            "downsampled": chart.downsampled,
+            "total_points": chart.total,
+            "buckets": body,
+        }
     )
 
 

@@ -1,9 +1,10 @@
-"""The PostgreSQL form of storing Arena log events: one statement per batch.
+"""The PostgreSQL form of storing Arena log events: one statement, then the point blocks.
 
-On PostgreSQL each statement is a network round trip, and four of them per batch (events,
-summaries, points, run) cost more than the work. Data-modifying CTEs do it all in one:
-events are inserted (retried ``log_id``s fall out at ``ON CONFLICT``), only the new events'
-points are summarized, folded into the series summaries and stored, and the run is touched.
+On PostgreSQL each statement is a network round trip. Data-modifying CTEs do most of the
+work in one: events are inserted (retried ``log_id``s fall out at ``ON CONFLICT``), only the
+new events' points are summarized and folded into the series summaries (which locks those
+series until commit), and the run is touched. The statement answers which events were new
+and the series ids, and the points go into their blocks through ``points``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tuneplane.contract.arena import ArenaLog
+from tuneplane.store.points import store_new_points
 from tuneplane.store.sql import Dialect
 
 _STORE_LOGS = """
@@ -41,6 +43,7 @@ m AS (
     INSERT INTO metrics AS old
         (run_id, name, count, min_value, max_value, first_step, last_step, last_value)
     SELECT %(run)s, name, n, lo, hi, first_step, last_step, last_value FROM summary
+    ORDER BY name
     ON CONFLICT (run_id, name) DO UPDATE SET
         count = old.count + excluded.count,
         min_value = least(old.min_value, excluded.min_value),
@@ -51,19 +54,16 @@ m AS (
         last_step = greatest(old.last_step, excluded.last_step)
     RETURNING id, name
 ),
-stored AS (
-    INSERT INTO points (metric_id, step, event_id, value, time)
-    SELECT m.id, pts.step, pts.event_id, pts.value, %(now)s FROM pts JOIN m USING (name)
-    RETURNING 1
-),
 touched AS (
     UPDATE runs SET updated_at = %(now)s,
-        point_count = point_count + (SELECT count(*) FROM stored),
+        point_count = point_count + (SELECT count(*) FROM pts),
         last_step = greatest(coalesce(last_step, -1), (SELECT max(step) FROM ev))
     WHERE id = %(run)s AND EXISTS (SELECT 1 FROM ev)
     RETURNING 1
 )
-SELECT (SELECT count(*) FROM ev), (SELECT count(*) FROM stored), (SELECT count(*) FROM touched)
+SELECT (SELECT array_agg(id ORDER BY id) FROM ev), (SELECT array_agg(log_id ORDER BY id) FROM ev),
+       (SELECT array_agg(id) FROM m), (SELECT array_agg(name) FROM m),
+       (SELECT count(*) FROM touched)
 """
 
 
@@ -95,5 +95,15 @@ def store_logs(sql: Dialect, run_id: int, logs: Sequence[ArenaLog], now: float) 
             "values": "{" + ",".join(map(repr, values)) + "}",
         },
     )
-    new_events, new_points, _ = sql.cursor.fetchone()
-    return int(new_events), int(new_points)
+    event_ids, log_ids, metric_ids, metric_names, _ = sql.cursor.fetchone()
+    if not event_ids:
+        return 0, 0
+    by_log = {log.log_id: log for log in logs}
+    series_ids = dict(zip(metric_names, metric_ids, strict=True))
+    series: dict[int, list[tuple[int, int, float]]] = {}
+    for event_id, log_id in zip(event_ids, log_ids, strict=True):
+        log = by_log[log_id]
+        for name, value in log.metrics.items():
+            series.setdefault(series_ids[name], []).append((log.step, event_id, value))
+    store_new_points(sql, series, now)
+    return len(event_ids), sum(len(found) for found in series.values())

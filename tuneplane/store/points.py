@@ -1,24 +1,212 @@
-"""The point store: every scalar point and its series summary.
+"""The point store: every scalar point of a run and its series summary.
 
-This module owns the layout of points; routes only call its functions, so the layout can
-change (per-series blocks, rollups) without touching them. The one other writer of the
-layout is ``arena_postgres``, which does the same work in a single PostgreSQL statement.
-Summaries (count, min, max, last, first/last step) are maintained as points are written.
+Points live in per-series blocks (see ``blocks``): a block row carries its rollup ahead of
+its packed arrays, so a chart over millions of points reads one small row per block and
+unpacks only the blocks cut by a bucket edge. Appending to a series rewrites its last block
+only; a point landing inside stored steps (an SDK correction, a late Arena event) rewrites
+the blocks it falls into. Routes only call this module, so the layout can change again
+without touching them. Summaries (count, min, max, last, first/last step) are kept in
+``metrics`` as points are written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import Connection, and_, func, literal_column, select, tuple_
+from sqlalchemy import Connection, select
 
-from tuneplane.store.schema import events, invalid_points, metrics, points
+from tuneplane.store.blocks import BLOCK_POINTS, Points, cut
+from tuneplane.store.schema import events, invalid_points, metrics
 from tuneplane.store.sql import Dialect, chunks, flat
 
 #: A new event's points: (step, event id, {metric: value}).
 NewEvent = tuple[int, int, Mapping[str, float]]
 _Summary = tuple[int, str, int, float, float, int, int, float]
+
+_ARRAYS = "steps, events, vals, times"
+_INSERT_BLOCK = (
+    "INSERT INTO point_blocks (metric_id, first_step, last_step, count, min_value, "
+    f"max_value, sum_value, last_value, last_time, {_ARRAYS}) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# The block holding ``step`` or the last one before it: where a range of steps starts.
+_FROM_STEP = (
+    "first_step >= coalesce((SELECT max(first_step) FROM point_blocks "
+    "WHERE metric_id = ? AND first_step <= ?), ?)"
+)
+
+
+# Writing ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SeriesChange:
+    """Points to put into one series, in (step, event) order with distinct keys (a stored
+    key is replaced), and keys to remove."""
+
+    put: Points
+    remove: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SeriesEffect:
+    """What a change did: points added, and the old values of replaced and removed points."""
+
+    added: int = 0
+    replaced: list[float] = field(default_factory=list)
+    removed: list[float] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Writes:
+    deletes: list[tuple[int, int]] = field(default_factory=list)
+    inserts: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def replace(self, metric_id: int, first_steps: Iterable[int], points: Points) -> None:
+        self.deletes += [(metric_id, first_step) for first_step in first_steps]
+        self.inserts += [(metric_id, *row) for row in cut(points)]
+
+
+def apply_changes(sql: Dialect, changes: Mapping[int, SeriesChange]) -> dict[int, SeriesEffect]:
+    """Apply changes to several series (ids of ``metrics`` rows the caller has written or
+    locked in this transaction, so concurrent writers of a series queue behind it)."""
+    tails = _tails(sql, list(changes))
+    effects: dict[int, SeriesEffect] = {}
+    writes = _Writes()
+    appends: dict[tuple[int, int], Points] = {}
+    for metric_id, change in changes.items():
+        put, tail = change.put, tails.get(metric_id)
+        if change.remove or (tail is not None and put.steps and put.steps[0] <= tail[1]):
+            effects[metric_id] = _merge(sql, metric_id, change, writes)
+            continue
+        effects[metric_id] = SeriesEffect(added=len(put))
+        if tail is not None and tail[2] < BLOCK_POINTS:
+            appends[(metric_id, tail[0])] = put
+        elif put.steps:
+            writes.replace(metric_id, (), put)
+    if appends:
+        for metric_id, first_step, *arrays in _load_blocks(sql, list(appends)):
+            points = Points.unpacked(*arrays)
+            points.extend(appends[(metric_id, first_step)])
+            writes.replace(metric_id, (first_step,), points)
+    if writes.deletes:
+        sql.cursor.executemany(
+            sql.sql("DELETE FROM point_blocks WHERE metric_id = ? AND first_step = ?"),
+            writes.deletes,
+        )
+    if writes.inserts:
+        sql.cursor.executemany(sql.sql(_INSERT_BLOCK), writes.inserts)
+    return effects
+
+
+def _tails(sql: Dialect, metric_ids: Sequence[int]) -> dict[int, tuple[int, int, int]]:
+    """(first step, last step, count) of each series' last block."""
+    one = (
+        "SELECT * FROM (SELECT metric_id, first_step, last_step, count FROM point_blocks "
+        "WHERE metric_id = ? ORDER BY first_step DESC LIMIT 1) AS t"
+    )
+    found: dict[int, tuple[int, int, int]] = {}
+    # SQLite allows 500 terms in a compound SELECT.
+    for start in range(0, len(metric_ids), 250):
+        part = metric_ids[start : start + 250]
+        sql.cursor.execute(sql.sql(" UNION ALL ".join([one] * len(part))), list(part))
+        found.update((row[0], (row[1], row[2], row[3])) for row in sql.cursor.fetchall())
+    return found
+
+
+def _load_blocks(sql: Dialect, keys: Sequence[tuple[int, int]]) -> list[tuple[Any, ...]]:
+    """Whole blocks named by (series, first step)."""
+    rows: list[tuple[Any, ...]] = []
+    for part in chunks(keys, 2):
+        where = " OR ".join(["(metric_id = ? AND first_step = ?)"] * len(part))
+        sql.cursor.execute(
+            sql.sql(f"SELECT metric_id, first_step, {_ARRAYS} FROM point_blocks WHERE {where}"),
+            flat(part),
+        )
+        rows += sql.cursor.fetchall()
+    return rows
+
+
+def _merge(sql: Dialect, metric_id: int, change: SeriesChange, writes: _Writes) -> SeriesEffect:
+    """Rewrite the blocks that the change's steps fall into, with the change applied."""
+    put = change.put
+    touched = put.steps + [step for step, _ in change.remove]
+    lo, hi = min(touched), max(touched)
+    sql.cursor.execute(
+        sql.sql(
+            f"SELECT first_step, {_ARRAYS} FROM point_blocks WHERE metric_id = ? "
+            f"AND first_step <= ? AND {_FROM_STEP} ORDER BY first_step"
+        ),
+        [metric_id, hi, metric_id, lo, lo],
+    )
+    stored: dict[tuple[int, int], tuple[float, float]] = {}
+    first_steps = []
+    for first_step, *arrays in sql.cursor.fetchall():
+        first_steps.append(first_step)
+        block = Points.unpacked(*arrays)
+        for index, step in enumerate(block.steps):
+            stored[(step, block.events[index])] = (block.values[index], block.times[index])
+    effect = SeriesEffect()
+    for key in change.remove:
+        old = stored.pop(key, None)
+        if old is not None:
+            effect.removed.append(old[0])
+    for index, step in enumerate(put.steps):
+        key = (step, put.events[index])
+        old = stored.get(key)
+        if old is None:
+            effect.added += 1
+        else:
+            effect.replaced.append(old[0])
+        stored[key] = (put.values[index], put.times[index])
+    keys = sorted(stored)
+    merged = Points(
+        [step for step, _ in keys],
+        [event for _, event in keys],
+        [stored[key][0] for key in keys],
+        [stored[key][1] for key in keys],
+    )
+    writes.replace(metric_id, first_steps, merged)
+    return effect
+
+
+def write_points(sql: Dialect, run_id: int, new_events: Sequence[NewEvent], now: float) -> int:
+    """Store the points of new Arena events (never seen before) and fold them into their
+    series summaries. Returns the number of points stored."""
+    series: dict[str, list[tuple[int, int, float]]] = {}
+    for step, event_id, values in new_events:
+        for name, value in values.items():
+            points_of = series.get(name)
+            if points_of is None:
+                series[name] = [(step, event_id, value)]
+            else:
+                points_of.append((step, event_id, value))
+    if not series:
+        return 0
+    metric_ids = _fold_summaries(sql, _summaries(run_id, series))
+    store_new_points(sql, {metric_ids[name]: found for name, found in series.items()}, now)
+    return sum(len(found) for found in series.values())
+
+
+def store_new_points(
+    sql: Dialect, series: Mapping[int, list[tuple[int, int, float]]], now: float
+) -> None:
+    """Store (step, event id, value) points with new event ids, per series id."""
+    changes = {}
+    for metric_id, found in series.items():
+        found.sort()
+        changes[metric_id] = SeriesChange(
+            Points(
+                [step for step, _, _ in found],
+                [event for _, event, _ in found],
+                [value for _, _, value in found],
+                [now] * len(found),
+            )
+        )
+    apply_changes(sql, changes)
 
 
 def _summaries(run_id: int, series: dict[str, list[tuple[int, int, float]]]) -> list[_Summary]:
@@ -38,38 +226,11 @@ def _summaries(run_id: int, series: dict[str, list[tuple[int, int, float]]]) -> 
     return rows
 
 
-def write_points(sql: Dialect, run_id: int, new_events: Sequence[NewEvent], now: float) -> int:
-    """Store the points of new events (never seen before) and fold them into their series
-    summaries. Returns the number of points stored."""
-    series: dict[str, list[tuple[int, int, float]]] = {}
-    for step, event_id, values in new_events:
-        for name, value in values.items():
-            points_of = series.get(name)
-            if points_of is None:
-                series[name] = [(step, event_id, value)]
-            else:
-                points_of.append((step, event_id, value))
-    if not series:
-        return 0
-    metric_ids = _fold_summaries(sql, _summaries(run_id, series))
-    rows = [
-        (metric_ids[name], step, event_id, value, now)
-        for name, series_points in series.items()
-        for step, event_id, value in series_points
-    ]
-    sql.cursor.executemany(
-        sql.sql(
-            "INSERT INTO points (metric_id, step, event_id, value, time) VALUES (?, ?, ?, ?, ?)"
-        ),
-        rows,
-    )
-    return len(rows)
-
-
 def _fold_summaries(sql: Dialect, rows: list[_Summary]) -> dict[str, int]:
-    """Upsert the summaries; corrections of extrema happen in SQL against the stored row."""
+    """Upsert the summaries; corrections of extrema happen in SQL against the stored row.
+    Rows go in name order, so concurrent batches lock their series in the same order."""
     metric_ids: dict[str, int] = {}
-    for part in chunks(rows, 8):
+    for part in chunks(sorted(rows, key=lambda row: row[1]), 8):
         sql.cursor.execute(
             sql.sql(
                 "INSERT INTO metrics (run_id, name, count, min_value, max_value, first_step, "
@@ -88,6 +249,29 @@ def _fold_summaries(sql: Dialect, rows: list[_Summary]) -> dict[str, int]:
         )
         metric_ids.update((name, metric_id) for metric_id, name in sql.cursor.fetchall())
     return metric_ids
+
+
+def series_extremes(
+    sql: Dialect, metric_id: int
+) -> tuple[float | None, float | None, float | None]:
+    """(min, max, last value) of a series, from its block rollups."""
+    sql.cursor.execute(
+        sql.sql("SELECT min(min_value), max(max_value) FROM point_blocks WHERE metric_id = ?"),
+        [metric_id],
+    )
+    low, high = sql.cursor.fetchone()
+    sql.cursor.execute(
+        sql.sql(
+            "SELECT last_value FROM point_blocks WHERE metric_id = ? "
+            "ORDER BY first_step DESC LIMIT 1"
+        ),
+        [metric_id],
+    )
+    row = sql.cursor.fetchone()
+    return low, high, None if row is None else row[0]
+
+
+# Reading ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +319,51 @@ class RawPoint:
     event_id: int
 
 
+def _driver_sql(connection: Connection, statement: str) -> str:
+    """Statements are written with ``?`` markers; psycopg takes ``%s``."""
+    return statement if connection.dialect.name == "sqlite" else statement.replace("?", "%s")
+
+
+def _block_rows(
+    connection: Connection,
+    columns: str,
+    metric_id: int,
+    *,
+    lo: int,
+    hi: int | None = None,
+    after_block: int | None = None,
+    limit: int | None = None,
+) -> list[Any]:
+    """Blocks of a series that may hold steps from ``lo`` (up to ``hi``), in order; with
+    ``after_block``, the blocks after the one starting there."""
+    where, params = ["metric_id = ?"], [metric_id]
+    if after_block is None:
+        where.append(_FROM_STEP)
+        params += [metric_id, lo, lo]
+    else:
+        where.append("first_step > ?")
+        params.append(after_block)
+    if hi is not None:
+        where.append("first_step <= ?")
+        params.append(hi)
+    statement = (
+        f"SELECT {columns} FROM point_blocks WHERE {' AND '.join(where)} ORDER BY first_step"
+        + ("" if limit is None else f" LIMIT {int(limit)}")
+    )
+    return list(connection.exec_driver_sql(_driver_sql(connection, statement), tuple(params)))
+
+
+def _log_ids(connection: Connection, event_ids: Iterable[int]) -> dict[int, str]:
+    """The ``log_id`` of each Arena event id (SDK points have event id 0 and none)."""
+    wanted = sorted({event_id for event_id in event_ids if event_id})
+    found: dict[int, str] = {}
+    for start in range(0, len(wanted), 1000):
+        part = wanted[start : start + 1000]
+        query = select(events.c.id, events.c.log_id).where(events.c.id.in_(part))
+        found.update((int(event_id), str(log_id)) for event_id, log_id in connection.execute(query))
+    return found
+
+
 def read_page(
     connection: Connection,
     metric_id: int,
@@ -145,90 +374,181 @@ def read_page(
     limit: int,
 ) -> list[RawPoint]:
     """Original points of one series in (step, event) order, after a keyset cursor."""
-    query = (
-        select(points.c.step, points.c.value, events.c.log_id, points.c.time, points.c.event_id)
-        .outerjoin(events, events.c.id == points.c.event_id)
-        .where(points.c.metric_id == metric_id)
-        .order_by(points.c.step, points.c.event_id)
-        .limit(limit)
-    )
-    if after is not None:
-        query = query.where(tuple_(points.c.step, points.c.event_id) > tuple_(*after))
-    if start is not None:
-        query = query.where(points.c.step >= start)
-    if end is not None:
-        query = query.where(points.c.step <= end)
-    return [RawPoint(*row) for row in connection.execute(query)]
+    lo = max(start if start is not None else 0, after[0] if after is not None else 0)
+    page: list[tuple[int, int, float, float]] = []
+    last_block: int | None = None
+    while len(page) < limit:
+        rows = _block_rows(
+            connection,
+            f"first_step, {_ARRAYS}",
+            metric_id,
+            lo=lo,
+            hi=end,
+            after_block=last_block,
+            limit=limit // BLOCK_POINTS + 2,
+        )
+        if not rows:
+            break
+        for first_step, *arrays in rows:
+            last_block = first_step
+            block = Points.unpacked(*arrays)
+            begin = bisect_left(block.steps, lo)
+            stop = len(block) if end is None else bisect_right(block.steps, end)
+            for index in range(begin, stop):
+                key = (block.steps[index], block.events[index])
+                if after is None or key > after:
+                    page.append((key[0], key[1], block.values[index], block.times[index]))
+            if len(page) >= limit:
+                break
+    del page[limit:]
+    log_ids = _log_ids(connection, (event_id for _, event_id, _, _ in page))
+    return [
+        RawPoint(step, value, log_ids.get(event_id), time, event_id)
+        for step, event_id, value, time in page
+    ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Bucket:
     step_min: int
     step_max: int
     count: int
     min: float
     max: float
-    mean: float
+    sum: float
     last: float
     time_last: float
 
-
-def count_points(connection: Connection, metric_id: int, start: int | None, end: int | None) -> int:
-    query = select(func.count()).select_from(points).where(points.c.metric_id == metric_id)
-    if start is not None:
-        query = query.where(points.c.step >= start)
-    if end is not None:
-        query = query.where(points.c.step <= end)
-    return int(connection.execute(query).scalar_one())
+    @property
+    def mean(self) -> float:
+        return self.sum / self.count
 
 
-def read_buckets(
-    connection: Connection, metric_id: int, *, lo: int, hi: int, buckets: int
-) -> list[Bucket]:
-    """Reduce steps ``lo..hi`` of one series to at most ``buckets`` buckets, inside SQL.
+@dataclass(frozen=True, slots=True)
+class Chart:
+    """A series over a step range: every point (as one-point buckets) when at most
+    ``max_points`` fit, else equal-width buckets."""
 
-    Each bucket keeps its step range, min, max, mean and last value, so a single-step spike
-    survives any amount of downsampling.
+    total: int
+    downsampled: bool
+    buckets: list[Bucket]
+
+
+class _Buckets:
+    def __init__(self, lo: int, width: int) -> None:
+        self.lo, self.width = lo, width
+        self.out: list[Bucket] = []
+        self._index = -1
+
+    def index(self, step: int) -> int:
+        return (step - self.lo) // self.width
+
+    def fold(self, index: int, part: Bucket) -> None:
+        if index != self._index:
+            self.out.append(part)
+            self._index = index
+            return
+        into = self.out[-1]
+        into.step_max = part.step_max
+        into.count += part.count
+        into.min = min(into.min, part.min)
+        into.max = max(into.max, part.max)
+        into.sum += part.sum
+        into.last, into.time_last = part.last, part.time_last
+
+    def fold_points(self, points: Points, begin: int, stop: int) -> None:
+        steps, values = points.steps, points.values
+        while begin < stop:
+            index = self.index(steps[begin])
+            end = bisect_right(steps, self.lo + (index + 1) * self.width - 1, begin, stop)
+            part = values[begin:end]
+            self.fold(
+                index,
+                Bucket(
+                    steps[begin],
+                    steps[end - 1],
+                    end - begin,
+                    min(part),
+                    max(part),
+                    sum(part),
+                    part[-1],
+                    points.times[end - 1],
+                ),
+            )
+            begin = end
+
+
+def read_chart(
+    connection: Connection, metric_id: int, *, lo: int, hi: int, max_points: int
+) -> Chart:
+    """Steps ``lo..hi`` of one series, reduced to at most ``max_points`` buckets.
+
+    Each bucket keeps its step range, count, min, max, mean and last value, so a single-step
+    spike survives any amount of downsampling. Blocks inside one bucket contribute their
+    rollup; only blocks cut by a bucket edge or by the range are unpacked. When every point
+    fits, each point is its own bucket.
     """
-    # Equal-width step ranges; dividing by the width (never multiplying) cannot overflow.
-    width = -(-(hi - lo + 1) // buckets)
-    bucket = ((points.c.step - lo) // width).label("bucket")
-    in_range = and_(points.c.metric_id == metric_id, points.c.step >= lo, points.c.step <= hi)
-    grouped = (
-        select(
-            bucket,
-            func.min(points.c.step).label("step_min"),
-            func.max(points.c.step).label("step_max"),
-            func.count().label("n"),
-            func.min(points.c.value).label("vmin"),
-            func.max(points.c.value).label("vmax"),
-            func.avg(points.c.value).label("vmean"),
-        )
-        .where(in_range)
-        .group_by(literal_column("bucket"))
-        .subquery("b")
-    )
-    last = points.alias("last_point")
-    last_row = (
-        select(last.c.value, last.c.time)
-        .where(last.c.metric_id == metric_id, last.c.step == grouped.c.step_max)
-        .order_by(last.c.event_id.desc())
-        .limit(1)
-    )
-    query = select(
-        grouped.c.step_min,
-        grouped.c.step_max,
-        grouped.c.n,
-        grouped.c.vmin,
-        grouped.c.vmax,
-        grouped.c.vmean,
-        last_row.with_only_columns(last.c.value).scalar_subquery(),
-        last_row.with_only_columns(last.c.time).scalar_subquery(),
-    ).order_by(grouped.c.step_min)
-    return [
-        Bucket(int(a), int(b), int(n), float(mn), float(mx), float(mean), float(lv), float(lt))
-        for a, b, n, mn, mx, mean, lv, lt in connection.execute(query)
+    rollups = [
+        row for row in _block_rows(connection, _ROLLUP, metric_id, lo=lo, hi=hi) if row[1] >= lo
     ]
+    edges = [row[0] for row in rollups if row[0] < lo or row[1] > hi]
+    arrays = _unpack_blocks(connection, metric_id, edges)
+    total = sum(row[2] for row in rollups if row[0] not in arrays)
+    for first_step in edges:
+        steps = arrays[first_step].steps
+        total += bisect_right(steps, hi) - bisect_left(steps, lo)
+    if total <= max_points:
+        arrays.update(_unpack_blocks(connection, metric_id, [row[0] for row in rollups]))
+        every = [arrays[row[0]] for row in rollups]
+        return Chart(total, False, [b for block in every for b in _one_point(block, lo, hi)])
+    buckets = _Buckets(lo, -(-(hi - lo + 1) // max_points))
+    cut_blocks = [
+        row[0]
+        for row in rollups
+        if row[0] not in arrays and buckets.index(row[0]) != buckets.index(row[1])
+    ]
+    arrays.update(_unpack_blocks(connection, metric_id, cut_blocks))
+    for first_step, last_step, count, low, high, total_sum, last, last_time in rollups:
+        points = arrays.get(first_step)
+        if points is None:
+            rollup = Bucket(first_step, last_step, count, low, high, total_sum, last, last_time)
+            buckets.fold(buckets.index(first_step), rollup)
+        else:
+            begin = bisect_left(points.steps, lo)
+            buckets.fold_points(points, begin, bisect_right(points.steps, hi, begin))
+    return Chart(total, True, buckets.out)
+
+
+_ROLLUP = "first_step, last_step, count, min_value, max_value, sum_value, last_value, last_time"
+
+
+def _one_point(points: Points, lo: int, hi: int) -> list[Bucket]:
+    begin, stop = bisect_left(points.steps, lo), bisect_right(points.steps, hi)
+    return [
+        Bucket(step, step, 1, value, value, value, value, time)
+        for step, value, time in zip(
+            points.steps[begin:stop],
+            points.values[begin:stop],
+            points.times[begin:stop],
+            strict=True,
+        )
+    ]
+
+
+def _unpack_blocks(
+    connection: Connection, metric_id: int, first_steps: Sequence[int]
+) -> dict[int, Points]:
+    found: dict[int, Points] = {}
+    for start in range(0, len(first_steps), 500):
+        part = first_steps[start : start + 500]
+        statement = (
+            f"SELECT first_step, {_ARRAYS} FROM point_blocks WHERE metric_id = ? "
+            f"AND first_step IN ({', '.join(['?'] * len(part))})"
+        )
+        rows = connection.exec_driver_sql(_driver_sql(connection, statement), (metric_id, *part))
+        for first_step, *arrays in rows:
+            found[first_step] = Points.unpacked(*arrays)
+    return found
 
 
 def step_bounds(connection: Connection, metric_id: int) -> tuple[int, int] | None:
@@ -249,32 +569,48 @@ def read_invalid(connection: Connection, metric_id: int) -> list[tuple[int, str]
 
 
 def iter_export_rows(
-    connection: Connection, run_id: int, batch_size: int = 5000
+    connection: Connection, run_id: int
 ) -> Iterator[tuple[int, str, float, str | None, float]]:
-    """Every original point of a run as (step, metric, value, log_id, time), streamed."""
-    query = (
-        select(points.c.step, metrics.c.name, points.c.value, events.c.log_id, points.c.time)
-        .join(metrics, metrics.c.id == points.c.metric_id)
-        .outerjoin(events, events.c.id == points.c.event_id)
+    """Every original point of a run as (step, metric, value, log_id, time), streamed a
+    few blocks at a time, series by series in name order."""
+    series = connection.execute(
+        select(metrics.c.id, metrics.c.name)
         .where(metrics.c.run_id == run_id)
-        .order_by(metrics.c.name, points.c.step, points.c.event_id)
-    )
-    result = connection.execution_options(yield_per=batch_size).execute(query)
-    yield from ((step, name, value, log_id, time) for step, name, value, log_id, time in result)
+        .order_by(metrics.c.name)
+    ).all()
+    for metric_id, name in series:
+        last_block: int | None = None
+        while rows := _block_rows(
+            connection, f"first_step, {_ARRAYS}", metric_id, lo=0, after_block=last_block, limit=16
+        ):
+            for first_step, *arrays in rows:
+                last_block = first_step
+                block = Points.unpacked(*arrays)
+                log_ids = _log_ids(connection, block.events)
+                for step, event_id, value, time in zip(
+                    block.steps, block.events, block.values, block.times, strict=True
+                ):
+                    yield step, name, value, log_ids.get(event_id), time
 
 
 __all__ = [
+    "BLOCK_POINTS",
     "Bucket",
+    "Chart",
     "MetricSummary",
     "NewEvent",
     "RawPoint",
-    "count_points",
+    "SeriesChange",
+    "SeriesEffect",
+    "apply_changes",
     "get_summary",
     "iter_export_rows",
     "list_summaries",
-    "read_buckets",
+    "read_chart",
     "read_invalid",
     "read_page",
+    "series_extremes",
     "step_bounds",
+    "store_new_points",
     "write_points",
 ]

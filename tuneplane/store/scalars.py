@@ -1,8 +1,8 @@
 """SDK scalars: points keyed by (series, step), where reporting a step again corrects it.
 
-SDK points share the point table with Arena events under event id 0, so the same reads,
+SDK points share the point store with Arena events under event id 0, so the same reads,
 downsampling and CSV export serve both. A correction replaces the value; when the replaced
-value was an extreme of its series, the summary's min/max are recomputed from the points.
+value was an extreme of its series, the summary's min/max are recomputed from the block rollups.
 NaN and infinities are kept in ``invalid_points``: counted and shown, never numbers.
 """
 
@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select
 
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.limits import RUN_MAX_SERIES
 from tuneplane.contract.protocol import ScalarBatch
+from tuneplane.store.blocks import Points
 from tuneplane.store.dialect import upsert
-from tuneplane.store.schema import invalid_points, metrics, points
+from tuneplane.store.points import SeriesChange, apply_changes, series_extremes
+from tuneplane.store.schema import invalid_points, metrics
 from tuneplane.store.sql import Dialect
 
 SDK_EVENT = 0
@@ -49,13 +50,15 @@ class _Series:
     recompute: bool = False
     fresh: bool = field(default=False)
 
-    def fold(self, step: int, value: float) -> None:
-        self.min_value = value if self.min_value is None else min(self.min_value, value)
-        self.max_value = value if self.max_value is None else max(self.max_value, value)
-        self.cover(step)
-        if step >= self.last_step:
-            self.last_step = step
-            self.last_value = value
+    def fold(self, steps: list[int], values: list[float]) -> None:
+        """Take in values at ``steps`` (in step order)."""
+        low, high = min(values), max(values)
+        self.min_value = low if self.min_value is None else min(self.min_value, low)
+        self.max_value = high if self.max_value is None else max(self.max_value, high)
+        self.cover(steps[0])
+        if steps[-1] >= self.last_step:
+            self.last_step = steps[-1]
+            self.last_value = values[-1]
 
     def cover(self, step: int) -> None:
         """Widen the reported step range to include ``step``."""
@@ -124,101 +127,79 @@ def _load_series(connection: Connection, run_id: int, names: set[str]) -> dict[s
     return series
 
 
-def _existing(
-    connection: Connection, table: Any, metric_id: int, steps: list[int], value_column: str
-) -> dict[int, Any]:
-    """Stored (step -> value or kind) among ``steps`` of one series."""
-    query = select(table.c.step, table.c[value_column]).where(
-        table.c.metric_id == metric_id,
-        table.c.step >= min(steps),
-        table.c.step <= max(steps),
+def _marked(connection: Connection, metric_id: int, steps: list[int]) -> set[int]:
+    """Which of ``steps`` the series has marked invalid."""
+    query = select(invalid_points.c.step).where(
+        invalid_points.c.metric_id == metric_id,
+        invalid_points.c.step >= min(steps),
+        invalid_points.c.step <= max(steps),
     )
-    if table is points:
-        query = query.where(points.c.event_id == SDK_EVENT)
     wanted = set(steps)
-    return {step: value for step, value in connection.execute(query) if step in wanted}
+    return {step for (step,) in connection.execute(query) if step in wanted}
 
 
 def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> ScalarOutcome:
     now = time.time()
     sql = Dialect(connection)
     series = _load_series(connection, run_id, batch.names)
-    inserts: list[tuple[int, int, int, float, float]] = []
-    corrections: list[tuple[float, float, int, int]] = []
-    point_deletes: list[tuple[int, int]] = []
+    # Per series, the values to put and the steps reported invalid; a step reported both
+    # ways in one batch is invalid (the invalid list is applied last).
+    puts: dict[str, dict[int, float]] = {}
+    for entry in batch.series:
+        puts.setdefault(entry.name, {}).update(zip(entry.steps, entry.values, strict=True))
+    invalids: dict[str, dict[int, str]] = {}
+    for reported in batch.invalid:
+        invalids.setdefault(reported.name, {}).update(
+            zip(reported.steps, reported.kinds, strict=True)
+        )
+        for step in reported.steps:
+            puts.get(reported.name, {}).pop(step, None)
+
+    changes = {}
+    for name, state in series.items():
+        values = puts.get(name, {})
+        steps = sorted(values)
+        changes[state.id] = SeriesChange(
+            Points(steps, [SDK_EVENT] * len(steps), [values[s] for s in steps], [now] * len(steps)),
+            [(step, SDK_EVENT) for step in sorted(invalids.get(name, ()))],
+        )
+    effects = apply_changes(sql, changes)
+
     invalid_upserts: list[tuple[int, int, str]] = []
     invalid_deletes: list[tuple[int, int]] = []
-    new = corrected = invalid_new = 0
-
-    for entry in batch.series:
-        state = series[entry.name]
-        fresh_steps = state.fresh or min(entry.steps) > state.last_step
-        stored = (
-            {} if fresh_steps else _existing(connection, points, state.id, entry.steps, "value")
-        )
-        marked = (
-            {}
-            if state.invalid_count == 0
-            else _existing(connection, invalid_points, state.id, entry.steps, "kind")
-        )
-        for step, value in zip(entry.steps, entry.values, strict=True):
-            if step in stored:
-                state.lose(stored[step])
-                corrections.append((value, now, state.id, step))
-                corrected += 1
-            else:
-                inserts.append((state.id, step, SDK_EVENT, value, now))
-                state.count += 1
-                new += 1
-            if step in marked:
-                invalid_deletes.append((state.id, step))
-                state.invalid_count -= 1
-            state.fold(step, value)
+    new = corrected = removed = invalid_new = 0
+    for name, state in series.items():
+        effect, put = effects[state.id], changes[state.id].put
+        new += effect.added
+        corrected += len(effect.replaced)
+        removed += len(effect.removed)
+        state.count += effect.added - len(effect.removed)
+        for old in effect.replaced:
+            state.lose(old)
+        if effect.removed:
+            # A value at this step turned out to be NaN/inf: it is no longer a number.
+            state.recompute = True
+        if put.steps:
+            if state.invalid_count:
+                for step in _marked(connection, state.id, put.steps):
+                    invalid_deletes.append((state.id, step))
+                    state.invalid_count -= 1
+            state.fold(put.steps, put.values)
+        bad = invalids.get(name)
+        if bad:
+            marked = _marked(connection, state.id, list(bad))
+            for step, kind in bad.items():
+                if step not in marked:
+                    state.invalid_count += 1
+                    invalid_new += 1
+                invalid_upserts.append((state.id, step, kind))
+            state.cover(min(bad))
+            state.last_step = max(state.last_step, max(bad))
         if state.invalid_count:
             # Invalid steps count in last_step but hold no value: find the last value again.
             state.recompute = True
 
-    for reported in batch.invalid:
-        state = series[reported.name]
-        stored = _existing(connection, points, state.id, reported.steps, "value")
-        marked = _existing(connection, invalid_points, state.id, reported.steps, "kind")
-        for step, kind in zip(reported.steps, reported.kinds, strict=True):
-            if step in stored:
-                # The value at this step turned out to be NaN/inf: it is no longer a number.
-                state.lose(stored[step])
-                point_deletes.append((state.id, step))
-                state.count -= 1
-                state.recompute = True
-            if step not in marked:
-                state.invalid_count += 1
-                invalid_new += 1
-            invalid_upserts.append((state.id, step, kind))
-            state.cover(step)
-            state.last_step = max(state.last_step, step)
-
     cursor = sql.cursor
-    if inserts:
-        cursor.executemany(
-            sql.sql(
-                "INSERT INTO points (metric_id, step, event_id, value, time) VALUES (?, ?, ?, ?, ?)"
-            ),
-            inserts,
-        )
-    if corrections:
-        cursor.executemany(
-            sql.sql(
-                f"UPDATE points SET value = ?, time = ? WHERE metric_id = ? AND step = ? "
-                f"AND event_id = {SDK_EVENT}"
-            ),
-            corrections,
-        )
-    if point_deletes:
-        cursor.executemany(
-            sql.sql(
-                f"DELETE FROM points WHERE metric_id = ? AND step = ? AND event_id = {SDK_EVENT}"
-            ),
-            point_deletes,
-        )
     if invalid_deletes:
         cursor.executemany(
             sql.sql("DELETE FROM invalid_points WHERE metric_id = ? AND step = ?"), invalid_deletes
@@ -233,7 +214,8 @@ def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> Sc
         )
     for state in series.values():
         if state.recompute:
-            _recompute(sql, state)
+            state.min_value, state.max_value, state.last_value = series_extremes(sql, state.id)
+            state.recompute = False
     cursor.executemany(
         sql.sql(
             "UPDATE metrics SET count = ?, invalid_count = ?, min_value = ?, max_value = ?, "
@@ -253,31 +235,12 @@ def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> Sc
             for s in series.values()
         ],
     )
-    steps = [step for entry in batch.series for step in entry.steps]
-    removed = len(point_deletes)
-    last_step = f", last_step = {sql.greatest}(coalesce(last_step, -1), ?)" if steps else ""
+    top = max((change.put.steps[-1] for change in changes.values() if change.put.steps), default=-1)
+    last_step = f", last_step = {sql.greatest}(coalesce(last_step, -1), ?)" if top >= 0 else ""
     cursor.execute(
         sql.sql(
             f"UPDATE runs SET updated_at = ?, point_count = point_count + ?{last_step} WHERE id = ?"
         ),
-        [now, new - removed, *([max(steps)] if steps else []), run_id],
+        [now, new - removed, *([top] if top >= 0 else []), run_id],
     )
     return ScalarOutcome(new=new, corrected=corrected, invalid=invalid_new)
-
-
-def _recompute(sql: Dialect, state: _Series) -> None:
-    """Extrema and last value from the stored points, after a replaced extreme."""
-    sql.cursor.execute(
-        sql.sql("SELECT min(value), max(value) FROM points WHERE metric_id = ?"), [state.id]
-    )
-    state.min_value, state.max_value = sql.cursor.fetchone()
-    sql.cursor.execute(
-        sql.sql(
-            "SELECT step, value FROM points WHERE metric_id = ? "
-            "ORDER BY step DESC, event_id DESC LIMIT 1"
-        ),
-        [state.id],
-    )
-    row = sql.cursor.fetchone()
-    state.last_value = None if row is None else row[1]
-    state.recompute = False

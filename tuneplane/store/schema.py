@@ -76,18 +76,25 @@ events = Table(
     UniqueConstraint("run_id", "log_id", name="uq_events_run_log"),
 )
 
-# One row per point; the primary key clusters a series by step (SQLite WITHOUT ROWID).
-# No foreign keys: per-row checks would double the cost of the hottest insert, and only
-# store/points.py writes here, with ids it has just read from metrics and events.
-points = Table(
-    "points",
+# A series' points in blocks (store/blocks.py): the rollup columns come first, so reading
+# them leaves the packed arrays (SQLite overflow pages) untouched. No foreign key: only
+# store/points.py writes here, with ids it has just read from metrics.
+point_blocks = Table(
+    "point_blocks",
     metadata,
     Column("metric_id", Integer, primary_key=True),
-    Column("step", BigInteger, primary_key=True),
-    Column("event_id", BigInteger, primary_key=True),
-    Column("value", Float, nullable=False),
-    Column("time", Float, nullable=False),
-    sqlite_with_rowid=False,
+    Column("first_step", BigInteger, primary_key=True),
+    Column("last_step", BigInteger, nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("min_value", Float, nullable=False),
+    Column("max_value", Float, nullable=False),
+    Column("sum_value", Float, nullable=False),
+    Column("last_value", Float, nullable=False),
+    Column("last_time", Float, nullable=False),
+    Column("steps", LargeBinary, nullable=False),
+    Column("events", LargeBinary, nullable=False),
+    Column("vals", LargeBinary, nullable=False),
+    Column("times", LargeBinary, nullable=False),
 )
 
 alerts = Table(

@@ -1,0 +1,98 @@
+"""Packing a series' points into blocks: the byte layout and the per-block rollup.
+
+A block holds consecutive points of one series in (step, event) order as four packed
+little-endian arrays (steps and event ids as int64, values and receive times as float64),
+and its rollup: count, min, max, sum, last value and last time. Blocks are cut at step
+boundaries, so the points of one step never span two blocks and a block's first step names
+it within its series.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+#: Points per block. Appends rewrite the series' last block, so a smaller block keeps small
+#: batches cheap; a larger one means fewer rollup rows per chart.
+BLOCK_POINTS: Final = 512
+
+_SWAP: Final = sys.byteorder != "little"
+
+
+def pack(typecode: str, items: Sequence[int] | Sequence[float]) -> bytes:
+    packed = array(typecode, items)
+    if _SWAP:
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack(typecode: str, data: bytes) -> array:  # type: ignore[type-arg]
+    items = array(typecode)
+    items.frombytes(data)
+    if _SWAP:
+        items.byteswap()
+    return items
+
+
+@dataclass(slots=True)
+class Points:
+    """Points of one series in (step, event) order, as parallel lists."""
+
+    steps: list[int]
+    events: list[int]
+    values: list[float]
+    times: list[float]
+
+    @classmethod
+    def unpacked(cls, steps: bytes, events: bytes, values: bytes, times: bytes) -> Points:
+        return cls(
+            unpack("q", steps).tolist(),
+            unpack("q", events).tolist(),
+            unpack("d", values).tolist(),
+            unpack("d", times).tolist(),
+        )
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def extend(self, other: Points) -> None:
+        self.steps += other.steps
+        self.events += other.events
+        self.values += other.values
+        self.times += other.times
+
+
+#: A block as stored: (first step, last step, count, min, max, sum, last value, last time,
+#: steps, events, values, times).
+BlockRow = tuple[int, int, int, float, float, float, float, float, bytes, bytes, bytes, bytes]
+
+
+def cut(points: Points) -> Iterator[BlockRow]:
+    """Blocks of at most ``BLOCK_POINTS`` points (more only when one step has more),
+    never splitting a step."""
+    steps = points.steps
+    total = len(steps)
+    start = 0
+    while start < total:
+        end = min(start + BLOCK_POINTS, total)
+        while end < total and steps[end] == steps[end - 1]:
+            end += 1
+        values = points.values[start:end]
+        yield (
+            steps[start],
+            steps[end - 1],
+            end - start,
+            min(values),
+            max(values),
+            sum(values),
+            values[-1],
+            points.times[end - 1],
+            pack("q", steps[start:end]),
+            pack("q", points.events[start:end]),
+            pack("d", values),
+            pack("d", points.times[start:end]),
+        )
+        start = end
