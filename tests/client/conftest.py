@@ -27,3 +27,12 @@ def postgres_server(
     tmp_path_factory: pytest.TempPathFactory, pg_database_url: str
 ) -> Iterator[Server]:
     yield from _serve(tmp_path_factory, "--database-url", pg_database_url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def server(request: pytest.FixtureRequest) -> Server:
+    """The real server on each engine."""
+    found: Server = request.getfixturevalue(
+        f"{request.param.replace('postgresql', 'postgres')}_server"
+    )
+    return found

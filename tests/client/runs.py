@@ -41,6 +41,17 @@ class Server:
         assert response.status_code == 200, response.text
         return response.json()
 
+    def start_attempt(self, run: str) -> str:
+        """Create ``run`` (or resume it) and start an execution attempt; its ingest token."""
+        headers = {"Authorization": f"Bearer {self.key}"}
+        runs = f"{self.base}/api/v1/projects/{PROJECT}/runs"
+        created = httpx.post(runs, json={"run": run}, headers=headers, timeout=10)
+        assert created.status_code in (200, 201), created.text
+        attempt = httpx.post(f"{runs}/{run}/attempts", headers=headers, timeout=10)
+        assert attempt.status_code == 201, attempt.text
+        token: str = attempt.json()["token"]
+        return token
+
     def run(self, run: str) -> dict[str, Any]:
         found: dict[str, Any] = self.get(f"/api/v1/projects/{PROJECT}/runs/{run}")
         return found

@@ -43,11 +43,18 @@ def test_public_surface_is_pinned() -> None:
     assert tuneplane.__all__ == [
         "DeliveryFailed",
         "Health",
+        "InvalidObservation",
         "NotConfigured",
         "Reporter",
         "ReporterError",
         "__version__",
+        "declare_population",
+        "distribution",
+        "event",
+        "health_snapshot",
+        "histogram",
         "report",
+        "trial_result",
     ]
     for name in tuneplane.__all__:
         assert getattr(tuneplane, name) is not None
@@ -82,7 +89,7 @@ def test_without_a_server_report_does_nothing_and_says_so_once() -> None:
     assert done.stdout == "trained\n"
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("tuneplane: metrics are not reported")
+    assert lines[0].startswith("tuneplane: metrics and events are not reported")
     assert "TUNEPLANE_JOB_ENDPOINT" in lines[0]
 
 

@@ -6,21 +6,11 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from tests.client import training_job
 from tests.client.runs import Server, assert_everything_arrived_once, tuneplane_run
 from tests.client.world import Fate, proxy
 
 STEPS = 300
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def server(request: pytest.FixtureRequest) -> Server:
-    found: Server = request.getfixturevalue(
-        f"{request.param.replace('postgresql', 'postgres')}_server"
-    )
-    return found
 
 
 def test_a_training_run_arrives_exactly_once(server: Server) -> None:

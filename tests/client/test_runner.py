@@ -106,7 +106,7 @@ def test_server_down_the_command_still_runs_with_its_exit_code(tmp_path: Path) -
     assert "tuneplane: warning: telemetry is off for this run" in stderr
     assert "Running the command anyway" in stderr
     # The command was told nothing, so its reports say once that they go nowhere.
-    assert stderr.count("tuneplane: metrics are not reported") == 1
+    assert stderr.count("tuneplane: metrics and events are not reported") == 1
 
 
 def test_a_command_that_cannot_start_exits_127(tmp_path: Path) -> None:

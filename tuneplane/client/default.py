@@ -1,19 +1,24 @@
-"""``tuneplane.report()``: the process-wide reporter, built from the environment on first
-use.
+"""``tuneplane.report()``, ``tuneplane.event()`` and their kin: the process-wide reporter,
+built from the environment on first use.
 
 Under ``tuneplane run`` the environment names the run and carries its ingest token; without
-it, ``report()`` does nothing and says so once on stderr. Either way training goes on.
+it, ``report()`` does nothing, the event functions answer False, and one line on stderr
+says so once. Either way training goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Concatenate, ParamSpec
 
 from tuneplane.client.errors import NotConfigured
 from tuneplane.client.reporter import Reporter
+
+P = ParamSpec("P")
 
 # The process-wide reporter: built once, read without a lock on the hot path.
 _reporter: Reporter | None = None
@@ -30,10 +35,10 @@ def _build() -> Reporter | None:
             _reporter = Reporter.from_env()
         except NotConfigured as exc:
             _disabled = True
-            _say(f"tuneplane: metrics are not reported ({exc})")
+            _say(f"tuneplane: metrics and events are not reported ({exc})")
         except Exception as exc:  # never into training
             _disabled = True
-            _say(f"tuneplane: metrics are not reported ({type(exc).__name__}: {exc})")
+            _say(f"tuneplane: metrics and events are not reported ({type(exc).__name__}: {exc})")
         return _reporter
 
 
@@ -65,3 +70,31 @@ def report(metrics: Mapping[str, float], step: int | None = None) -> None:
         if reporter is None:
             return
     reporter.report(metrics, step)
+
+
+def _of_default(method: Callable[Concatenate[Reporter, P], bool]) -> Callable[P, bool]:
+    """``method`` of the process-wide reporter; False when there is none."""
+
+    def call(*args: P.args, **kwargs: P.kwargs) -> bool:
+        reporter = _reporter if _reporter is not None else _build()
+        return False if reporter is None else method(reporter, *args, **kwargs)
+
+    call.__name__ = call.__qualname__ = method.__name__
+    signature = inspect.signature(method)  # for help() and editors: the method's, sans self
+    call.__dict__["__signature__"] = signature.replace(
+        parameters=list(signature.parameters.values())[1:]
+    )
+    call.__doc__ = (
+        f"``Reporter.{method.__name__}`` of the process-wide reporter (False without one).\n\n"
+        f"{method.__doc__ or ''}"
+    )
+    return call
+
+
+# The observation events of this training process: each answers True when the event was
+# queued (not yet delivered), False when it was refused; none raises or waits.
+event = _of_default(Reporter.event)
+distribution = _of_default(Reporter.distribution)
+health_snapshot = _of_default(Reporter.health_snapshot)
+trial_result = _of_default(Reporter.trial_result)
+declare_population = _of_default(Reporter.declare_population)

@@ -4,10 +4,17 @@
 
     ReporterError             base of everything the SDK raises
     ├── NotConfigured         Reporter.from_env() without TUNEPLANE_JOB_* in the environment
-    └── DeliveryFailed        a strict call (Reporter.status, run creation) failed for good
+    ├── DeliveryFailed        a strict call (Reporter.status, Reporter.observations, run
+    │                         creation) failed for good
+    └── InvalidObservation    Reporter.observations() was given an event that breaks a rule
+                              (also a ValueError); nothing was sent
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tuneplane.contract.errors import Violation
 
 
 class ReporterError(Exception):
@@ -28,3 +35,17 @@ class DeliveryFailed(ReporterError):
         super().__init__(message)
         self.message = message
         self.status = status
+
+
+class InvalidObservation(ReporterError, ValueError):
+    """An observation event breaks a rule of the wire contract. ``violations`` names each
+    broken rule and its field (``events[3].histogram.bounds: must be strictly
+    increasing``)."""
+
+    def __init__(self, violations: Sequence[Violation]) -> None:
+        self.violations = tuple(violations)
+        message = "; ".join(str(v) for v in self.violations[:5])
+        if len(self.violations) > 5:
+            message += f" (and {len(self.violations) - 5} more)"
+        super().__init__(message)
+        self.message = message

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, slots=True)
 class Health:
-    """A snapshot of one reporter's delivery, in points (one metric at one step).
+    """A snapshot of one reporter's delivery, in points (one metric at one step) and in
+    observation events.
 
     ``queued`` points were accepted into the queue; each of them is, or will be, either
     ``sent`` (acknowledged by the server, NaN/inf ones included as ``invalid`` entries) or
@@ -16,7 +17,9 @@ class Health:
     input), so ``queued + refused == sent + dropped + queue_size`` where ``refused`` is the
     part of ``dropped`` that never entered the queue. ``queue_size`` counts the points
     waiting now, including a batch being sent; ``failed_sends`` counts failed HTTP attempts
-    (each retry counts). ``dropped_by_reason`` says why points were lost.
+    (each retry counts, events' included). ``dropped_by_reason`` says why points were lost.
+    The ``events_*`` counters say the same of observation events (``event()``,
+    ``distribution()``, ...); an event the server already had counts as sent.
     """
 
     queued: int = 0
@@ -27,6 +30,12 @@ class Health:
     queue_capacity: int = 0
     invalid: int = 0
     dropped_by_reason: Mapping[str, int] = field(default_factory=dict)
+    events_queued: int = 0
+    events_sent: int = 0
+    events_dropped: int = 0
+    events_queue_size: int = 0
+    events_queue_capacity: int = 0
+    events_dropped_by_reason: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def offered(self) -> int:
@@ -42,25 +51,49 @@ class Health:
             "failed_sends": self.failed_sends,
             "queue_size": self.queue_size,
             "queue_capacity": self.queue_capacity,
+            "events_queued": self.events_queued,
+            "events_sent": self.events_sent,
+            "events_dropped": self.events_dropped,
+            "events_queue_size": self.events_queue_size,
+            "events_queue_capacity": self.events_queue_capacity,
             "interval": interval,
         }
 
-    def loss_summary(self, noun: str = "points") -> str | None:
-        """One line for stderr when anything was lost, else None::
+    def loss_summary(self) -> str | None:
+        """One line for stderr for points and one for events when any were lost, else
+        None::
 
         tuneplane: 0 of 2000 points delivered (2000 dropped: server unreachable)
         """
-        lost = self.dropped + self.queue_size
-        if not lost:
-            return None
-        reasons = dict(self.dropped_by_reason)
-        if self.queue_size:
-            reasons["still queued"] = self.queue_size
-        if len(reasons) == 1:
-            why = next(iter(reasons))
-        else:
-            why = ", ".join(f"{count} {reason}" for reason, count in _largest_first(reasons))
-        return f"tuneplane: {self.sent} of {self.offered} {noun} delivered ({lost} dropped: {why})"
+        lines = [
+            _summary("points", self.sent, self.dropped, self.queue_size, self.dropped_by_reason),
+            _summary(
+                "events",
+                self.events_sent,
+                self.events_dropped,
+                self.events_queue_size,
+                self.events_dropped_by_reason,
+            ),
+        ]
+        found = [line for line in lines if line is not None]
+        return "\n".join(found) if found else None
+
+
+def _summary(
+    noun: str, sent: int, dropped: int, queue_size: int, dropped_by_reason: Mapping[str, int]
+) -> str | None:
+    lost = dropped + queue_size
+    if not lost:
+        return None
+    reasons = dict(dropped_by_reason)
+    if queue_size:
+        reasons["still queued"] = queue_size
+    if len(reasons) == 1:
+        why = next(iter(reasons))
+    else:
+        why = ", ".join(f"{count} {reason}" for reason, count in _largest_first(reasons))
+    offered = sent + dropped + queue_size
+    return f"tuneplane: {sent} of {offered} {noun} delivered ({lost} dropped: {why})"
 
 
 def _largest_first(reasons: Mapping[str, int]) -> list[tuple[str, int]]:

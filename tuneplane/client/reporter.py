@@ -1,4 +1,5 @@
-"""``Reporter``: scalar metrics from training code to one run, in the background.
+"""``Reporter``: scalar metrics and observation events from training code to one run, in
+the background.
 
 ::
 
@@ -9,9 +10,11 @@
     reporter.close()
 
 ``report()`` never raises and never waits: it copies the metrics into a bounded queue that
-one background thread drains. What could not be delivered is counted (``health()``) and,
-at interpreter exit, summed up in one line on stderr. Lifecycle calls (``status()``) are
-the opposite: synchronous, retried, and raising :class:`DeliveryFailed` when they fail.
+one background thread drains. ``event()``, ``distribution()`` and their kin do the same with
+observation events, on a queue of their own (128 events), and answer whether the event was
+queued. What could not be delivered is counted (``health()``) and, at interpreter exit,
+summed up on stderr. Strict calls (``status()``, ``observations()``) are the opposite:
+synchronous, retried, and raising :class:`DeliveryFailed` when they fail.
 """
 
 from __future__ import annotations
@@ -24,29 +27,33 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final
 
 import httpx
 
-from tuneplane.client.errors import DeliveryFailed, NotConfigured
+from tuneplane.client.errors import DeliveryFailed, InvalidObservation, NotConfigured
+from tuneplane.client.events import EventIds, ObservationsSent, histogram, prepare
 from tuneplane.client.health import Health
-from tuneplane.client.queue import PointQueue
-from tuneplane.client.sender import Sender
+from tuneplane.client.queue import EventQueue, PointQueue
+from tuneplane.client.sender import OBSERVATIONS_PATH, Sender
 from tuneplane.client.settings import (
     FLUSH_TIMEOUT_DEFAULT,
     QUEUE_MAX_POINTS_VARIABLE,
     flush_timeout,
 )
-from tuneplane.client.transport import OUT_OF_TIME, RetryPolicy, Transport
+from tuneplane.client.transport import OUT_OF_TIME, Outcome, RetryPolicy, Transport
 from tuneplane.contract import environment
 from tuneplane.contract.ids import id_problem
 from tuneplane.contract.limits import (
     HEARTBEAT_INTERVAL_SECONDS,
+    OBSERVATION_BATCH_MAX,
+    OBSERVATION_QUEUE_MAX,
     SCALAR_BATCH_MAX_POINTS,
     SCALAR_QUEUE_MAX_POINTS,
 )
+from tuneplane.contract.observations import TrialStatus
 from tuneplane.contract.protocol import RUN_STATUSES, RunStatus
 
 #: How often the sender wakes without being asked to.
@@ -84,12 +91,13 @@ def parse_run_id(run_id: str) -> tuple[str, str]:
 
 
 class Reporter:
-    """Reports scalar metrics of one run through its ingest token.
+    """Reports scalar metrics and observation events of one run through its ingest token.
 
     ``endpoint`` is the server's base URL (``http://host:8000``); ``run_id`` is
     ``"project/run"``; ``token`` is the attempt's ingest token. ``transport`` is passed to
     ``httpx.Client`` (tests and custom networking). The sender thread starts with the first
-    ``report()``; until then the reporter sends nothing, heartbeats included.
+    ``report()`` or queued event; until then the reporter sends nothing, heartbeats
+    included.
     """
 
     def __init__(
@@ -100,6 +108,7 @@ class Reporter:
         *,
         attempt: int | None = None,
         queue_capacity: int = SCALAR_QUEUE_MAX_POINTS,
+        event_queue_capacity: int = OBSERVATION_QUEUE_MAX,
         batch_points: int = SCALAR_BATCH_MAX_POINTS,
         flush_interval: float = FLUSH_INTERVAL_DEFAULT,
         heartbeat_interval: float = HEARTBEAT_INTERVAL_SECONDS,
@@ -116,6 +125,8 @@ class Reporter:
         self.attempt = attempt
         self._wake = threading.Event()
         self._queue = PointQueue(queue_capacity, batch_points, self._wake)
+        self._events = EventQueue(event_queue_capacity, OBSERVATION_BATCH_MAX, self._wake)
+        self._ids = EventIds(attempt)
         self._transport = Transport(self.endpoint, token, timeout=timeout, transport=transport)
         self._batch_points = batch_points
         self._flush_interval = flush_interval
@@ -127,6 +138,7 @@ class Reporter:
         self._start_lock = threading.Lock()
         self._closed = False
         self._logged_inputs: set[type[BaseException]] = set()
+        self._logged_events: set[str] = set()
         _reporters.add(self)
 
     @classmethod
@@ -225,6 +237,7 @@ class Reporter:
                 return
             sender = Sender(
                 self._queue,
+                self._events,
                 self._transport,
                 wake=self._wake,
                 batch_points=self._batch_points,
@@ -235,28 +248,224 @@ class Reporter:
             try:
                 sender.start()
             except RuntimeError as exc:  # e.g. "can't create new thread at interpreter shutdown"
-                logger.warning("tuneplane: metrics are not reported: %s", exc)
+                logger.warning("tuneplane: metrics and events are not reported: %s", exc)
                 self._closed = True
-                self._queue.close()
-                self._queue.drain_as_dropped(NO_SENDER)
+                for ledger in (self._queue, self._events):
+                    ledger.close()
+                    ledger.drain_as_dropped(NO_SENDER)
                 return
             self._sender = sender
             atexit.register(self._close_at_exit)
 
+    # -- observation events: queued, answering whether they were -------------------------
+
+    def event(
+        self, name: str, fields: Mapping[str, object] | None = None, *, step: int | None = None
+    ) -> bool:
+        """Queue a free event: ``name`` (a metric-style name) and up to 32 ``fields`` of
+        finite numbers, booleans or strings. True when queued (not yet delivered); False,
+        counted in ``health()``, when refused. Never raises, never blocks.
+
+        >>> reporter.event("rollout/done", {"tokens": 512, "env": "math"}, step=7)
+        True
+        """
+        return self.observe({"type": "event", "name": name, "step": step, "fields": fields})
+
+    def distribution(
+        self,
+        name: str,
+        values: Iterable[float] | None = None,
+        *,
+        bounds: Sequence[float],
+        counts: Sequence[int] | None = None,
+        step: int | None = None,
+        fields: Mapping[str, object] | None = None,
+    ) -> bool:
+        """Queue a histogram of ``values`` (counted here, each one, see :func:`histogram`)
+        or of ``counts`` already made, one per bucket ``(-inf, b0], (b0, b1], …,
+        (bn-1, +inf)`` of ``bounds`` (1-64 finite, strictly increasing). Give ``values``
+        or ``counts``, not both. True when queued; False, counted, when refused.
+
+        >>> reporter.distribution("rollout/reward", rewards, bounds=[0, 1, 2, 4, 8], step=7)
+        True
+        """
+        try:
+            if (values is None) == (counts is None):
+                raise ValueError("give the raw values or the counts per bucket, not both")
+            shape = (
+                histogram(values, bounds)
+                if values is not None
+                else {"bounds": bounds, "counts": counts}
+            )
+        except Exception as exc:
+            return self._refuse_event(exc)
+        return self.observe(
+            {
+                "type": "distribution",
+                "name": name,
+                "step": step,
+                "histogram": shape,
+                "fields": fields,
+            }
+        )
+
+    def health_snapshot(self, fields: Mapping[str, object], *, step: int | None = None) -> bool:
+        """Queue a health snapshot (GPU memory, throughput, ...: up to 32 fields). Unlike
+        other events, snapshots stay findable however many events follow them
+        (``GET …/observations?type=health``). True when queued."""
+        return self.observe({"type": "health", "step": step, "fields": fields})
+
+    def trial_result(
+        self,
+        round_id: str,
+        trial_id: str,
+        status: TrialStatus,
+        *,
+        trial_attempt: int = 0,
+        eligible: bool = False,
+        reward: float | None = None,
+        error_type: str | None = None,
+        event_id: str | None = None,
+    ) -> bool:
+        """Queue one terminal trial attempt of evaluation round ``round_id``: ``status`` is
+        ``success``, ``failure`` (the model was wrong), ``infra_error`` (the execution
+        failed) or ``unscored``. ``eligible`` is your training-eligibility decision (never
+        for ``infra_error`` or ``unscored``; keep held-out evaluation ineligible). True
+        when queued. For many results at once, and delivery you can wait for, use
+        :meth:`observations`."""
+        return self.observe(
+            {
+                "type": "trial",
+                "event_id": event_id,
+                "round_id": round_id,
+                "trial_id": trial_id,
+                "trial_attempt": trial_attempt,
+                "status": status,
+                "eligible": eligible,
+                "reward": reward,
+                "error_type": error_type,
+            }
+        )
+
+    def declare_population(
+        self,
+        round_id: str,
+        expected: int,
+        *,
+        dataset: str | None = None,
+        cohort: str | None = None,
+        verifier: str | None = None,
+        settings: str | None = None,
+        task_name: str | None = None,
+        task_version: str | None = None,
+        event_id: str | None = None,
+    ) -> bool:
+        """Queue the declaration of round ``round_id``: ``expected`` trials, and the
+        lowercase hex SHA-256 digests of the dataset manifest, cohort, verifier and
+        settings where known. The first declaration of a round wins; a changed population
+        needs a new round ID. True when queued."""
+        digests = {
+            name: digest
+            for name, digest in (
+                ("dataset", dataset),
+                ("cohort", cohort),
+                ("verifier", verifier),
+                ("settings", settings),
+            )
+            if digest is not None
+        }
+        task = {"name": task_name, "version": task_version}
+        return self.observe(
+            {
+                "type": "population",
+                "event_id": event_id,
+                "round_id": round_id,
+                "expected": expected,
+                "digests": digests,
+                "task": {k: v for k, v in task.items() if v is not None} or None,
+            }
+        )
+
+    def observe(self, event: Mapping[str, object]) -> bool:
+        """Queue one observation event in its wire form (see docs/evaluation.md); an
+        ``event_id`` is given when it has none. True when queued; False, counted in
+        ``health()``, when it breaks a rule, the queue is full or the reporter is closed.
+        Never raises, never blocks."""
+        try:
+            prepared = prepare(event, self._ids)
+        except Exception as exc:
+            return self._refuse_event(exc)
+        queued = self._events.put(prepared)
+        if queued and self._sender is None:
+            self._start()
+        return queued
+
+    def _refuse_event(self, exc: Exception) -> bool:
+        self._events.refuse(BAD_INPUT)
+        rule = (
+            exc.violations[0].rule
+            if isinstance(exc, InvalidObservation) and exc.violations
+            else type(exc).__name__
+        )
+        if rule not in self._logged_events:
+            self._logged_events.add(rule)
+            logger.warning("tuneplane: an observation event was refused: %s", exc)
+        return False
+
+    # -- observation events: strict --------------------------------------------------------
+
+    def observations(
+        self, events: Iterable[Mapping[str, object]], *, timeout: float | None = None
+    ) -> ObservationsSent:
+        """Send observation events (wire form, see docs/evaluation.md) now, in batches of
+        at most 32, and return when the server has them all. Every event is checked first:
+        one that breaks a rule raises :class:`InvalidObservation` before anything is sent.
+        Events without an ``event_id`` are given one; give your own to make a replay of
+        the same events harmless. Transport errors and 5xx are retried (about 30 s per
+        batch, or ``timeout`` seconds in all); then, or when the server refuses a batch,
+        :class:`DeliveryFailed` is raised (batches before it were delivered).
+
+        >>> sent = reporter.observations(trial_events)
+        >>> sent.new, sent.duplicate
+        (500, 0)
+        """
+        prepared = [
+            prepare(event, self._ids, f"events[{index}]") for index, event in enumerate(events)
+        ]
+        if self._closed:
+            raise DeliveryFailed(f"{self!r} is closed")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        new = duplicate = 0
+        for start in range(0, len(prepared), OBSERVATION_BATCH_MAX):
+            chunk = prepared[start : start + OBSERVATION_BATCH_MAX]
+            outcome = self._post_strictly(
+                OBSERVATIONS_PATH,
+                {"events": chunk},
+                deadline,
+                f"could not send observation events to {self.endpoint} ({start} of "
+                f"{len(prepared)} delivered)",
+                count_failures=True,
+            )
+            answer = outcome.body if isinstance(outcome.body, dict) else {}
+            new += int(answer.get("new", 0))
+            duplicate += int(answer.get("duplicate", 0))
+        return ObservationsSent(new, duplicate, tuple(str(e["event_id"]) for e in prepared))
+
     # -- delivery ------------------------------------------------------------------------
 
     def health(self) -> Health:
-        """Delivery counters now (points queued, sent, dropped, ...)."""
-        return self._queue.health()
+        """Delivery counters now (points and events queued, sent, dropped, ...)."""
+        return self._events.add_to(self._queue.health())
 
     def flush(self, timeout: float = FLUSH_TIMEOUT_DEFAULT) -> bool:
-        """Wait up to ``timeout`` seconds until every point reported so far was sent or
-        dropped; True when that happened in time."""
+        """Wait up to ``timeout`` seconds until every point and event reported so far was
+        sent or dropped; True when that happened in time."""
         if self._sender is None:
-            return self._queue.pending == 0
-        mark = self._queue.mark()
+            return self._queue.pending == 0 and self._events.pending == 0
+        deadline = time.monotonic() + timeout
+        marks = [(ledger, ledger.mark()) for ledger in (self._queue, self._events)]
         self._wake.set()
-        return self._queue.wait_settled(mark, timeout)
+        return all(ledger.wait_settled(mark, deadline - time.monotonic()) for ledger, mark in marks)
 
     def close(self, timeout: float = FLUSH_TIMEOUT_DEFAULT) -> Health:
         """Send what is queued for up to ``timeout`` seconds, then stop; later reports are
@@ -267,6 +476,7 @@ class Reporter:
             self._closed = True
         atexit.unregister(self._close_at_exit)
         self._queue.close()
+        self._events.close()
         sender = self._sender
         if sender is not None:
             sender.stop(time.monotonic() + timeout)
@@ -274,6 +484,7 @@ class Reporter:
             sender.join(timeout + 1.0)
             if sender.is_alive():
                 self._queue.drain_as_dropped(OUT_OF_TIME, abandon=True)
+                self._events.drain_as_dropped(OUT_OF_TIME, abandon=True)
                 return self.health()
         self._transport.close()
         return self.health()
@@ -303,16 +514,36 @@ class Reporter:
         if exit_code is not None:
             body["exit_code"] = exit_code
         deadline = None if timeout is None else time.monotonic() + timeout
+        self._post_strictly(
+            STATUS_PATH,
+            body,
+            deadline,
+            f"could not report status {status!r} of {self.project}/{self.run} to {self.endpoint}",
+        )
+
+    def _post_strictly(
+        self,
+        path: str,
+        body: object,
+        deadline: float | None,
+        failure: str,
+        *,
+        count_failures: bool = False,
+    ) -> Outcome:
+        """POST with the strict calls' retries; :class:`DeliveryFailed` (``failure``, then
+        why) when it was not delivered. ``count_failures`` counts failed attempts in
+        ``health().failed_sends``, as for telemetry."""
         outcome = self._transport.post(
-            STATUS_PATH, body, retry=self._status_retry, deadline=lambda: deadline
+            path,
+            body,
+            retry=self._status_retry,
+            deadline=lambda: deadline,
+            on_failed_attempt=self._queue.count_failed_send if count_failures else None,
         )
         if not outcome.delivered:
             detail = f": {outcome.detail}" if outcome.detail else ""
-            raise DeliveryFailed(
-                f"could not report status {status!r} of {self.project}/{self.run} to "
-                f"{self.endpoint}: {outcome.reason}{detail}",
-                outcome.status,
-            )
+            raise DeliveryFailed(f"{failure}: {outcome.reason}{detail}", outcome.status)
+        return outcome
 
     def _forget_after_fork(self) -> None:
         """In a forked child the sender thread is gone and a lock may be held forever:
@@ -320,6 +551,9 @@ class Reporter:
         self._wake = threading.Event()
         self._queue = PointQueue(self._queue.capacity, self._batch_points, self._wake)
         self._queue.close()
+        self._events = EventQueue(self._events.capacity, OBSERVATION_BATCH_MAX, self._wake)
+        self._events.close()
+        self._ids = EventIds(self.attempt)
         self._start_lock = threading.Lock()
         self._closed = True
         self._sender = None

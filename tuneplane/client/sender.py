@@ -2,9 +2,11 @@
 
 One thread per reporter. It wakes every ``flush_interval`` seconds, or sooner when a full
 batch waits, takes everything queued, and sends it in batches of at most
-``SCALAR_BATCH_MAX_POINTS``. A batch is retried on transport errors and 5xx with bounded
-exponential backoff, then dropped and counted; a 4xx drops it at once. Each kind of loss
-is logged once (logger ``tuneplane``), never raised: training must not stop for metrics.
+``SCALAR_BATCH_MAX_POINTS`` points, then the queued observation events in batches of at
+most ``OBSERVATION_BATCH_MAX`` (checked when they were queued). A batch is retried on
+transport errors and 5xx with bounded exponential backoff, then dropped and counted; a 4xx
+drops it at once. Each kind of loss is logged once (logger ``tuneplane``), never raised:
+training must not stop for metrics.
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ from collections.abc import Mapping
 from typing import Final
 
 from tuneplane.client.batches import Batch, BatchBuilder
-from tuneplane.client.queue import PointQueue, Taken
+from tuneplane.client.queue import EventQueue, Ledger, PointQueue, Taken
 from tuneplane.client.transport import NO_RETRY, OUT_OF_TIME, RetryPolicy, Transport
+from tuneplane.contract.limits import OBSERVATION_BATCH_MAX
 
 SCALARS_PATH: Final = "/api/v1/ingest/scalars"
+OBSERVATIONS_PATH: Final = "/api/v1/ingest/observations"
 HEARTBEAT_PATH: Final = "/api/v1/ingest/heartbeat"
+POINTS_LOST: Final = "metric points dropped"
+EVENTS_LOST: Final = "observation events dropped"
 #: Dropped when the sender itself broke: a bug, reported rather than hidden.
 INTERNAL_ERROR: Final = "internal error"
 #: Points validated between two short sleeps. The sender is pure Python: without a pause,
@@ -35,6 +41,7 @@ class Sender(threading.Thread):
     def __init__(
         self,
         queue: PointQueue,
+        events: EventQueue,
         transport: Transport,
         *,
         wake: threading.Event,
@@ -45,6 +52,7 @@ class Sender(threading.Thread):
     ) -> None:
         super().__init__(name="tuneplane-sender", daemon=True)
         self._queue = queue
+        self._events = events
         self._transport = transport
         self._wake = wake
         self._interrupt = threading.Event()
@@ -56,7 +64,7 @@ class Sender(threading.Thread):
         self._deadline: float | None = None
         self._stopping = False
         self._last_failure: str | None = None
-        self._logged: set[str] = set()
+        self._logged: set[tuple[str, str]] = set()
 
     def stop(self, deadline: float) -> None:
         """Send what is queued until the monotonic ``deadline``, drop the rest, stop.
@@ -78,6 +86,9 @@ class Sender(threading.Thread):
                 taken = self._queue.take()
                 if taken[0]:
                     self._deliver(taken)
+                events = self._events.take()
+                if events:
+                    self._deliver_events(events)
                 if stopping:
                     self._heartbeat()
                     return
@@ -86,8 +97,11 @@ class Sender(threading.Thread):
                     next_heartbeat = time.monotonic() + self._heartbeat_interval
             except Exception:
                 # A bug of ours must not kill the thread and silently stop all reporting.
-                logger.exception("tuneplane: the metrics sender failed; pending points dropped")
+                logger.exception(
+                    "tuneplane: the metrics sender failed; pending points and events dropped"
+                )
                 self._queue.drain_as_dropped(INTERNAL_ERROR)
+                self._events.drain_as_dropped(INTERNAL_ERROR)
                 self._builder = BatchBuilder(self._batch_points)
                 if stopping:
                     return
@@ -115,14 +129,23 @@ class Sender(threading.Thread):
             for reason in dropped:
                 self._log_once(reason, self._builder.examples.get(reason, ""))
 
+    def _deliver_events(self, events: list[dict[str, object]]) -> None:
+        for start in range(0, len(events), OBSERVATION_BATCH_MAX):
+            chunk = events[start : start + OBSERVATION_BATCH_MAX]
+            self._post(self._events, OBSERVATIONS_PATH, {"events": chunk}, len(chunk))
+
     def _send(self, batch: Batch) -> None:
+        self._post(self._queue, SCALARS_PATH, batch.body, batch.settles, batch.invalid)
+
+    def _post(self, ledger: Ledger, path: str, body: object, count: int, invalid: int = 0) -> None:
+        """Send one batch of ``count`` points or events and settle them in ``ledger``."""
         deadline = self._deadline
         if deadline is not None and time.monotonic() >= deadline:
-            self._drop(batch, self._last_failure or OUT_OF_TIME)
+            ledger.settle(dropped={self._last_failure or OUT_OF_TIME: count})
             return
         outcome = self._transport.post(
-            SCALARS_PATH,
-            batch.body,
+            path,
+            body,
             retry=self._retry,
             deadline=lambda: self._deadline,
             interrupt=self._interrupt,
@@ -130,31 +153,29 @@ class Sender(threading.Thread):
         )
         if outcome.delivered:
             self._last_failure = None
-            self._queue.settle(sent=batch.settles, invalid=batch.invalid)
+            ledger.settle(sent=count, invalid=invalid)
             return
         if not outcome.rejected:
             self._last_failure = outcome.reason
-        self._drop(batch, outcome.reason)
-        self._log_once(outcome.reason, outcome.detail)
-
-    def _drop(self, batch: Batch, reason: str) -> None:
-        dropped: Mapping[str, int] = {reason: batch.settles}
-        self._queue.settle(dropped=dropped)
+        dropped: Mapping[str, int] = {outcome.reason: count}
+        ledger.settle(dropped=dropped)
+        what = EVENTS_LOST if ledger is self._events else POINTS_LOST
+        self._log_once(outcome.reason, outcome.detail, what)
 
     def _heartbeat(self) -> None:
         deadline = self._deadline
         if deadline is not None and deadline - time.monotonic() < 0.05:
             return
-        body = self._queue.health().heartbeat(self._heartbeat_interval)
+        body = self._events.add_to(self._queue.health()).heartbeat(self._heartbeat_interval)
         outcome = self._transport.post(
             HEARTBEAT_PATH, body, retry=NO_RETRY, deadline=lambda: self._deadline
         )
         if outcome.rejected:
             self._log_once("heartbeat " + outcome.reason, outcome.detail, "heartbeat refused")
 
-    def _log_once(self, reason: str, detail: str, what: str = "metric points dropped") -> None:
-        if reason in self._logged:
+    def _log_once(self, reason: str, detail: str, what: str = POINTS_LOST) -> None:
+        if (what, reason) in self._logged:
             return
-        self._logged.add(reason)
+        self._logged.add((what, reason))
         suffix = f": {detail}" if detail else ""
         logger.warning("tuneplane: %s (%s)%s", what, reason, suffix)

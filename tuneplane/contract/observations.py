@@ -92,7 +92,7 @@ class _Check:
         self.violations: list[Violation] = []
 
     def add(self, field: str, rule: str) -> None:
-        self.violations.append(Violation(f"{self.path}.{field}", rule))
+        self.violations.append(Violation(f"{self.path}.{field}" if field else self.path, rule))
 
     def text(self, item: dict[str, Any], key: str, *, required: bool) -> str | None:
         value = item.get(key)
