@@ -1,9 +1,15 @@
 """The migrations build exactly the schema declared in ``store/schema.py``."""
 
-from alembic.autogenerate import compare_metadata
-from alembic.migration import MigrationContext
+from pathlib import Path
 
-from tuneplane.store.database import Database
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config as AlembicConfig
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect, text
+
+from tuneplane.store.database import MIGRATIONS_DIR, Database
+from tuneplane.store.points import read_chart, read_page
 from tuneplane.store.schema import metadata
 
 
@@ -19,3 +25,50 @@ def test_migrating_twice_changes_nothing(database: Database) -> None:
     with database.engine.connect() as connection:
         context = MigrationContext.configure(connection)
         assert context.get_current_revision() is not None
+
+
+def test_points_stored_before_blocks_are_converted_on_upgrade(tmp_path: Path) -> None:
+    """A data directory from before the block layout keeps every point, in order."""
+    database = Database(f"sqlite:///{tmp_path / 'old.db'}")
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with database.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0003")
+        connection.execute(text("INSERT INTO projects (id, name, created_at) VALUES (1, 'p', 0)"))
+        connection.execute(
+            text(
+                "INSERT INTO runs (id, project_id, name, created_at, updated_at) "
+                "VALUES (1, 1, 'r', 0, 0)"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO metrics (id, run_id, name, count, first_step, last_step) "
+                "VALUES (1, 1, 'loss', 1500, 0, 999)"
+            )
+        )
+        rows = [
+            {"s": step, "e": event, "v": step * 0.5 - event, "t": 100.0 + step}
+            for step in range(1000)
+            for event in ((0,) if step % 2 else (7 + step, 9 + step))
+        ]
+        connection.execute(
+            text(
+                "INSERT INTO points (metric_id, step, event_id, value, time) "
+                "VALUES (1, :s, :e, :v, :t)"
+            ),
+            rows,
+        )
+    database.migrate()
+    with database.connect() as connection:
+        stored = read_page(connection, 1, after=None, start=None, end=None, limit=10_000)
+        chart = read_chart(connection, 1, lo=0, hi=999, max_points=10)
+        tables = set(inspect(connection).get_table_names())
+    assert [(p.step, p.event_id, p.value, p.time) for p in stored] == [
+        (row["s"], row["e"], row["v"], row["t"]) for row in rows
+    ]
+    assert chart.total == len(rows)
+    assert sum(bucket.count for bucket in chart.buckets) == len(rows)
+    assert "points" not in tables
+    database.close()
