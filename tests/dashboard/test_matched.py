@@ -8,6 +8,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from tests.dashboard.conftest import Watched
 from tuneplane.evaluation.matched import mcnemar_exact
 
 
@@ -53,3 +54,18 @@ def test_a_round_is_picked_on_each_side_and_the_difference_shown(page: Page) -> 
     )
     assert transition(page, "failure_to_success") == "4"
     assert transition(page, "success_to_failure") == "3"
+
+
+def test_a_round_that_does_not_exist_is_named(page: Page, watched: Watched) -> None:
+    page.goto("/matched?left=lab/eval-base/val-9&right=lab/no-such-run/val-1")
+    expect(page.locator(".matched-result .empty-title")).to_have_text(
+        "These rounds cannot be compared."
+    )
+    expect(page.locator(".matched-result")).to_contain_text("round 'val-9' has no declaration")
+    expect(page.locator(".side-picker.right .picker-note")).to_contain_text("no-such-run")
+    expect(page.locator(".side-picker.left .picker-note")).to_have_text(
+        "No round named “val-9” in this run."
+    )
+    expect(page.locator('select[name="left-round"]')).to_have_value("")
+    # The browser logs the API's 404 answer; the page said what is missing instead.
+    watched.errors[:] = [e for e in watched.errors if "status of 404" not in e]

@@ -87,20 +87,28 @@ async function sidePicker(side, label, chosen, projects, onChange) {
     );
     if (current && !values.includes(current)) select.value = "";
   };
+  // A name from the address that does not exist is said, and the choice left open.
+  const missing = (error) => {
+    if (error.status !== 404) throw error;
+    note.textContent = error.message;
+    return [];
+  };
   const loadRuns = async () => {
-    const runs = chosen.project ? (await api.runs(chosen.project)).map((r) => r.run) : [];
+    const runs = chosen.project ? await api.runs(chosen.project).then((list) => list.map((r) => r.run), missing) : [];
     options(run, runs, chosen.run, chosen.project ? "choose a run" : "—");
+    if (chosen.run && run.value !== chosen.run && runs.length) note.textContent = `No run named “${chosen.run}” in ${chosen.project}.`;
     chosen.run = run.value;
   };
   const loadRounds = async () => {
-    note.textContent = "";
     let rounds = [];
     if (chosen.project && chosen.run) {
-      const answer = await api.evaluation(chosen.project, chosen.run);
-      rounds = answer.rounds.map((r) => r.round_id);
+      note.textContent = "";
+      const answer = await api.evaluation(chosen.project, chosen.run).catch(missing);
+      rounds = answer.rounds?.map((r) => r.round_id) ?? [];
       if (answer.state === "unknown") note.textContent = "This run has sent no evaluation outcome: its rounds are unknown.";
     }
     options(round, rounds, chosen.round, chosen.run ? "choose a round" : "—");
+    if (chosen.round && round.value !== chosen.round && rounds.length) note.textContent = `No round named “${chosen.round}” in this run.`;
     chosen.round = round.value;
   };
   options(project, projects, chosen.project, "choose a project");
