@@ -139,3 +139,15 @@ def test_a_retry_moves_its_trial_between_filters_live(page: Page, seeded: Seeded
     page.locator(".outcome-filter.success").click()
     expect(page.locator(".page-where")).to_have_text(f"successes 1{DASH}2 of 2")
     assert trial_ids(page) == ["t0", "t1"]
+
+    # A change while another tab is shown is fetched when the Validation tab is shown again.
+    page.get_by_role("tab", name="Charts").click()
+    post_observations(seeded.base, token, [trial("val-live", "t2", "success", 1)])
+    newest = httpx.get(f"{seeded.base}/api/v1/projects/lab/runs/eval-live").json()
+    page.wait_for_function(
+        "id => window.__tuneplane.lastObservationId === id", arg=newest["last_observation_id"]
+    )
+    assert page.locator(".validation").is_hidden()
+    page.get_by_role("tab", name="Validation").click()
+    expect(page.locator(".page-where")).to_have_text(f"successes 1{DASH}3 of 3")
+    assert trial_ids(page) == ["t0", "t1", "t2"]

@@ -2,6 +2,7 @@
 //   charts[metric] = {runs: {<run key>: points drawn}, lastStep: {<run key>: step}, draws,
 //                     downsampled, bands, y: [min, max]}
 //   ready: every chart in view has drawn its first data; updates: live updates applied
+//   lastObservationId: the run's last_observation_id the page last acted on
 
 export const debug = {
   page: null,
@@ -12,6 +13,7 @@ export const debug = {
   live: {},
   logs: { lines: 0 },
   alerts: 0,
+  lastObservationId: null,
 };
 
 window.__tuneplane = debug;

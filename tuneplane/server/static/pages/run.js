@@ -108,6 +108,8 @@ async function chartsPage(wanted, { single }) {
   ];
   // The run page's other tabs are made when first shown.
   const views = {};
+  // Tabs whose data changed while they were hidden: fetched again when shown.
+  const stale = new Set();
   const panels = { charts: chartsPanel };
   const makers = {
     validation: () => new ValidationView(refs[0]),
@@ -125,6 +127,8 @@ async function chartsPage(wanted, { single }) {
         views[tab] = makers[tab]();
         panels[tab].append(views[tab].el);
         views[tab].start();
+      } else if (stale.delete(tab)) {
+        views[tab].refresh();
       }
     };
     for (const tab of Object.keys(makers)) panels[tab] = h("div", { class: "panel" });
@@ -166,8 +170,12 @@ async function chartsPage(wanted, { single }) {
       runs.set(ref.key, run);
       // Events and outcomes move only last_observation_id: the tabs that show them fetch.
       if (before?.last_observation_id !== run.last_observation_id) {
-        views.validation?.refresh();
-        views.events?.refresh();
+        debug.lastObservationId = run.last_observation_id;
+        for (const tab of ["validation", "events"]) {
+          if (!views[tab]) continue;
+          if (panels[tab].hidden) stale.add(tab);
+          else views[tab].refresh();
+        }
       }
       // A stream's first event is the run as it is now: nothing to fetch if it is unchanged.
       if (before && sameRun(before, run)) return;
