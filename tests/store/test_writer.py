@@ -115,3 +115,49 @@ def test_close_finishes_queued_work(tmp_path: Path, jobs: int) -> None:
     with reopened.connect() as connection:
         assert connection.execute(text("SELECT count(*) FROM projects")).scalar_one() == jobs
     reopened.close()
+
+
+def test_a_job_that_loses_a_deadlock_on_postgresql_is_run_again(pg_database_url: str) -> None:
+    """Two writers lock the same two rows in opposite order; PostgreSQL aborts one of the
+    jobs, which is rolled back to its savepoint and run again after the other commits."""
+    database = Database(pg_database_url)
+    database.migrate()
+
+    def seed(connection: Connection) -> None:
+        connection.execute(text("DELETE FROM projects WHERE name IN ('lock-a', 'lock-b')"))
+        connection.execute(
+            text("INSERT INTO projects (name, created_at) VALUES ('lock-a', 0), ('lock-b', 0)")
+        )
+
+    database.run_write(seed)
+    both_hold_one = threading.Barrier(2, timeout=10)
+    calls: list[str] = []
+
+    def lock_in_order(connection: Connection, first: str, second: str) -> str:
+        calls.append(first)
+        touch = text("UPDATE projects SET created_at = created_at + 1 WHERE name = :n")
+        connection.execute(touch, {"n": first})
+        if calls.count(first) == 1:
+            both_hold_one.wait()
+        connection.execute(touch, {"n": second})
+        return first
+
+    async def scenario() -> list[str]:
+        # Keys 0 and 1 go to two different writers.
+        return list(
+            await asyncio.gather(
+                database.write(lock_in_order, "lock-a", "lock-b", key=0),
+                database.write(lock_in_order, "lock-b", "lock-a", key=1),
+            )
+        )
+
+    try:
+        assert run_async(scenario) == ["lock-a", "lock-b"]
+        assert len(calls) == 3  # one of the two ran again
+        with database.connect() as connection:
+            touched = connection.execute(
+                text("SELECT created_at FROM projects WHERE name IN ('lock-a', 'lock-b')")
+            ).scalars()
+            assert sorted(touched) == [2, 2]
+    finally:
+        database.close()

@@ -33,7 +33,9 @@ async def ingest_scalars(request: Request, scope: Scope) -> Response:
     """Columnar points per series (at most 2,048); a step reported again is a correction."""
     batch = parse_scalars(await read_json(request, INGEST_BODY_MAX_BYTES))
     state = app_state(request)
-    outcome = await state.database.write(scalars.write_scalars, scope.run_id, batch)
+    outcome = await state.database.write(
+        scalars.write_scalars, scope.run_id, batch, key=scope.run_id
+    )
     state.live.notify(scope.run_id)
     return JSON(outcome.to_json())
 
@@ -43,7 +45,7 @@ async def ingest_logs(request: Request, scope: Scope) -> Response:
     """Output lines of the attempt; an (attempt, seq) already stored is a duplicate."""
     lines = parse_log_lines(await read_json(request, INGEST_BODY_MAX_BYTES))
     state = app_state(request)
-    new = await state.database.write(runlogs.write_lines, scope, lines)
+    new = await state.database.write(runlogs.write_lines, scope, lines, key=scope.run_id)
     if new:
         state.live.notify(scope.run_id)
     return JSON({"new": new, "duplicate": len(lines) - new})
@@ -54,7 +56,7 @@ async def ingest_status(request: Request, scope: Scope) -> Response:
     """The attempt's lifecycle: running, then succeeded, failed or cancelled (final)."""
     report = parse_status(await read_json(request, 4096))
     state = app_state(request)
-    await state.database.write(runs.set_status, scope, report)
+    await state.database.write(runs.set_status, scope, report, key=scope.run_id)
     state.live.notify(scope.run_id)
     return JSON({"status": report.status, "exit_code": report.exit_code})
 
@@ -65,7 +67,9 @@ async def ingest_observations(request: Request, scope: Scope) -> Response:
     declarations, trial results); an event_id already stored is a duplicate."""
     batch = parse_observations(await read_json(request, INGEST_BODY_MAX_BYTES))
     state = app_state(request)
-    outcome = await state.database.write(observations.write_observations, scope, batch)
+    outcome = await state.database.write(
+        observations.write_observations, scope, batch, key=scope.run_id
+    )
     if outcome.new:
         state.live.notify(scope.run_id)
     return JSON(outcome.to_json())
@@ -76,6 +80,6 @@ async def ingest_heartbeat(request: Request, scope: Scope) -> Response:
     """Transport health of the sender: queued, sent, dropped, failed sends, occupancy."""
     health = parse_heartbeat(await read_json(request, 4096))
     state = app_state(request)
-    await state.database.write(runs.record_heartbeat, scope, health)
+    await state.database.write(runs.record_heartbeat, scope, health, key=scope.run_id)
     state.live.notify(scope.run_id)
     return JSON({"ok": True})

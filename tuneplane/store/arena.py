@@ -128,7 +128,7 @@ class ArenaIngest:
 
     async def ingest(self, batch: ArenaBatch) -> IngestOutcome:
         key = (batch.project, batch.run)
-        outcome = await self._database.write(ingest_arena, batch, self._runs.get(key))
+        outcome = await self._database.write(ingest_arena, batch, self._runs.get(key), key=key)
         # Only now is the run committed and safe to remember.
         if len(self._runs) >= self._MAX_REMEMBERED:
             self._runs.clear()

@@ -8,12 +8,11 @@ thread and any number of server processes.
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
+import itertools
 import os
 import sqlite3
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,6 +27,8 @@ from tuneplane.store.writer import SerialWriter
 T = TypeVar("T")
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+#: Writer threads (and connections held by them) on PostgreSQL.
+POSTGRES_WRITERS = 8
 # Any constant works; it only has to be the same in every tuneplane process.
 _PG_MIGRATION_LOCK = 0x7475_6E65
 
@@ -95,15 +96,18 @@ class Database:
         self.url = url
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
         self._lock: _DirectoryLock | None = None
+        self._spread = itertools.count()
         if self.is_sqlite:
             self.engine = self._open_sqlite(parsed.database or "", lock=lock)
-            self._serial: SerialWriter | None = SerialWriter(self.engine)
-            self._pool: ThreadPoolExecutor | None = None
+            self._writers = [SerialWriter(self.engine, sqlite=True)]
         elif parsed.get_backend_name() == "postgresql":
             self.engine = self._open_postgres(url)
-            self._serial = None
-            # Writes wait on the WAL flush; enough threads let PostgreSQL commit them together.
-            self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="tuneplane-write")
+            # Writers work in parallel on PostgreSQL, each committing what queued up behind
+            # its last commit as one transaction.
+            self._writers = [
+                SerialWriter(self.engine, sqlite=False, name=f"tuneplane-writer-{index}")
+                for index in range(POSTGRES_WRITERS)
+            ]
         else:
             raise DatabaseUnavailable(
                 f"unsupported database URL {parsed.render_as_string(hide_password=True)}: "
@@ -158,25 +162,27 @@ class Database:
         with self.engine.begin() as connection:
             return fn(connection, *args)
 
-    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+    async def write(self, fn: Callable[..., T], *args: Any, key: Hashable = None) -> T:
         """Run ``fn(connection, *args)`` in a write transaction without blocking the event
-        loop: on the SQLite writer thread, or on a PostgreSQL connection of the pool."""
-        if self._serial is not None:
-            result: T = await self._serial.submit(fn, *args)
-            return result
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self.run_write, fn, *args)
+        loop, on a writer thread. Writes with the same ``key`` (a run) share a writer, so
+        they never wait on each other's locks from two open transactions."""
+        writers = self._writers
+        if len(writers) == 1:
+            writer = writers[0]
+        elif key is None:
+            writer = writers[next(self._spread) % len(writers)]
+        else:
+            writer = writers[hash(key) % len(writers)]
+        result: T = await writer.submit(fn, *args)
+        return result
 
     def connect(self) -> Connection:
         return self.engine.connect()
 
     def close(self) -> None:
-        if self._serial is not None:
-            self._serial.close()
-            self._serial = None
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        for writer in self._writers:
+            writer.close()
+        self._writers = []
         self.engine.dispose()
         if self._lock is not None:
             self._lock.release()

@@ -1,13 +1,15 @@
-"""The SQLite writer: one thread, one connection, group commit.
+"""Writer threads with group commit: one thread, one connection each.
 
-Every write of the server runs here, so SQLite never sees two writers and no request ever
-meets "database is locked". Jobs that arrive while a transaction is being written are taken
-together: each runs inside its own SAVEPOINT (a failing job is rolled back alone) and one
-COMMIT makes the whole group durable, which saves a commit per small batch under load.
-A job's result is delivered only after its group has committed.
+On SQLite every write of the server runs on one writer, so SQLite never sees two writers and
+no request ever meets "database is locked". On PostgreSQL several writers share the load,
+each run's writes going to the same one. Jobs that arrive while a transaction is being
+written are taken together: each runs inside its own SAVEPOINT (a failing job is rolled back
+alone) and one COMMIT makes the whole group durable, which saves a commit per small batch
+under load. A job's result is delivered only after its group has committed. A job that lost
+a deadlock to another writer is rolled back to its savepoint and run again.
 
-WAL checkpoints run on a thread of their own: done inside a commit they cost the writer more
-than a small batch's whole write.
+SQLite WAL checkpoints run on a thread of their own: done inside a commit they cost the
+writer more than a small batch's whole write.
 """
 
 from __future__ import annotations
@@ -30,12 +32,24 @@ MAX_GROUP = 64
 CHECKPOINT_INTERVAL = 0.5
 
 
+#: Times a job that lost a deadlock is run again before its error is returned.
+MAX_RETRIES = 3
+# PostgreSQL's deadlock_detected and serialization_failure: the job did nothing wrong.
+_RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
+
+
 @dataclass(slots=True)
 class _Job:
     fn: Callable[..., Any]
     args: tuple[Any, ...]
     future: asyncio.Future[Any]
     loop: asyncio.AbstractEventLoop
+    retries: int = 0
+
+
+def _retryable(exc: BaseException) -> bool:
+    original = getattr(exc, "orig", exc)
+    return getattr(original, "sqlstate", None) in _RETRYABLE_SQLSTATES
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -48,16 +62,19 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 
 
 class SerialWriter:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, sqlite: bool, name: str = "tuneplane-writer") -> None:
         self._engine = engine
+        self._sqlite = sqlite
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tuneplane-writer", daemon=True)
-        self._checkpointer = threading.Thread(
-            target=self._checkpoint_loop, name="tuneplane-checkpoint", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
-        self._checkpointer.start()
+        self._checkpointer: threading.Thread | None = None
+        if sqlite:
+            self._checkpointer = threading.Thread(
+                target=self._checkpoint_loop, name="tuneplane-checkpoint", daemon=True
+            )
+            self._checkpointer.start()
 
     async def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -69,8 +86,9 @@ class SerialWriter:
         self._jobs.put(None)
         self._thread.join()
         self._stopped.set()
-        self._checkpointer.join()
-        self._checkpoint("TRUNCATE")
+        if self._checkpointer is not None:
+            self._checkpointer.join()
+            self._checkpoint("TRUNCATE")
 
     def _checkpoint(self, mode: str) -> None:
         connection = self._engine.raw_connection()
@@ -86,10 +104,16 @@ class SerialWriter:
             except Exception:
                 log.exception("background WAL checkpoint failed")
 
-    def _run(self) -> None:
-        with self._engine.connect() as connection:
+    def _connect(self) -> Connection:
+        connection = self._engine.connect()
+        if self._sqlite:
             connection.exec_driver_sql("PRAGMA wal_autocheckpoint=0")
             connection.commit()
+        return connection
+
+    def _run(self) -> None:
+        connection: Connection | None = None
+        try:
             while True:
                 first = self._jobs.get()
                 if first is None:
@@ -104,11 +128,28 @@ class SerialWriter:
                         self._jobs.put(None)  # stop after this group
                         break
                     group.append(job)
-                self._write_group(connection, group)
+                try:
+                    if connection is None:
+                        connection = self._connect()
+                except Exception as exc:
+                    # The database is unreachable: tell the callers, try again next time.
+                    for job in group:
+                        job.loop.call_soon_threadsafe(_settle, job.future, None, exc)
+                    continue
+                for job in self._write_group(connection, group):
+                    self._jobs.put(job)
+                if connection.invalidated:
+                    connection.close()
+                    connection = None
+        finally:
+            if connection is not None:
+                connection.close()
 
     @staticmethod
-    def _write_group(connection: Connection, group: list[_Job]) -> None:
+    def _write_group(connection: Connection, group: list[_Job]) -> list[_Job]:
+        """Write a group in one transaction; returns the jobs to run again."""
         outcomes: list[tuple[_Job, Any, BaseException | None]] = []
+        again: list[_Job] = []
         try:
             with connection.begin():
                 # Fixed savepoint statements through the driver: SQLAlchemy's nested
@@ -121,12 +162,18 @@ class SerialWriter:
                     except Exception as exc:
                         cursor.execute("ROLLBACK TO job")
                         cursor.execute("RELEASE job")
-                        outcomes.append((job, None, exc))
+                        if _retryable(exc) and job.retries < MAX_RETRIES:
+                            job.retries += 1
+                            again.append(job)
+                        else:
+                            outcomes.append((job, None, exc))
                     else:
                         cursor.execute("RELEASE job")
                         outcomes.append((job, result, None))
         except Exception as exc:
             log.exception("a write transaction of %d jobs failed to commit", len(group))
             outcomes = [(job, None, exc) for job in group]
+            again = []
         for job, result, error in outcomes:
             job.loop.call_soon_threadsafe(_settle, job.future, result, error)
+        return again
