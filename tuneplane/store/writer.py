@@ -150,25 +150,32 @@ class SerialWriter:
         """Write a group in one transaction; returns the jobs to run again."""
         outcomes: list[tuple[_Job, Any, BaseException | None]] = []
         again: list[_Job] = []
+        # A job alone needs no savepoint: its failure rolls back the whole transaction.
+        alone = len(group) == 1
         try:
-            with connection.begin():
+            with connection.begin() as transaction:
                 # Fixed savepoint statements through the driver: SQLAlchemy's nested
                 # transactions cost more than the writes they protect.
                 cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
                 for job in group:
-                    cursor.execute("SAVEPOINT job")
+                    if not alone:
+                        cursor.execute("SAVEPOINT job")
                     try:
                         result = job.fn(connection, *job.args)
                     except Exception as exc:
-                        cursor.execute("ROLLBACK TO job")
-                        cursor.execute("RELEASE job")
+                        if alone:
+                            transaction.rollback()
+                        else:
+                            cursor.execute("ROLLBACK TO job")
+                            cursor.execute("RELEASE job")
                         if _retryable(exc) and job.retries < MAX_RETRIES:
                             job.retries += 1
                             again.append(job)
                         else:
                             outcomes.append((job, None, exc))
                     else:
-                        cursor.execute("RELEASE job")
+                        if not alone:
+                            cursor.execute("RELEASE job")
                         outcomes.append((job, result, None))
         except Exception as exc:
             log.exception("a write transaction of %d jobs failed to commit", len(group))
