@@ -39,6 +39,8 @@ def long_run(seeded: Seeded) -> str:
 
 
 def test_two_runs_are_overlaid_one_colour_each_with_values_under_the_cursor(page: Page) -> None:
+    reads: list[str] = []
+    page.on("request", lambda r: reads.append(urlparse(r.url).path))
     page.goto(f"/projects/{PROJECT}")
     page.get_by_label("select grpo-qwen-7").check()
     page.get_by_label("select grpo-qwen-8").check()
@@ -49,6 +51,9 @@ def test_two_runs_are_overlaid_one_colour_each_with_values_under_the_cursor(page
         f"{PROJECT}/grpo-qwen-7": 300,
         f"{PROJECT}/grpo-qwen-8": 240,
     }
+    # Both runs of a chart come in one read.
+    assert f"/api/v1/projects/{PROJECT}/points/reward" in reads
+    assert not [path for path in reads if path.endswith("/runs/grpo-qwen-7/points/reward")]
     legend = page.locator('.chart[data-metric="reward"] .legend')
     expect(legend.locator(".legend-row")).to_have_count(2)
     colours = legend.locator(".swatch").evaluate_all("els => els.map(e => e.style.background)")

@@ -80,6 +80,39 @@ def test_last_value_of_a_bucket_with_two_points_at_its_last_step(client: TestCli
     assert summary["count"] == 11
 
 
+def test_one_metric_of_several_runs_in_one_read(client: TestClient) -> None:
+    ingest_series(client, "train/loss", [math.cos(step / 30) for step in range(900)], run="a")
+    ingest_series(client, "train/loss", [step * 0.5 for step in range(300)], run="b")
+    ingest_series(client, "other", [1.0, 2.0], run="c")
+    params = {"runs": "b,a,c,a", "max_points": 50, "start": 10, "end": 600}
+    answer = client.get(f"/api/v1/projects/{PROJECT}/points/train/loss", params=params).json()
+    assert [entry["run"] for entry in answer["runs"]] == ["b", "a"]
+    assert answer["missing"] == ["c"]
+    for entry in answer["runs"]:
+        # Each run's part is what the one-run read answers.
+        alone = client.get(
+            run_url(run=entry["run"]) + "/points/train/loss",
+            params={"max_points": 50, "start": 10, "end": 600},
+        ).json()
+        assert {k: entry[k] for k in ("downsampled", "total_points", "buckets")} == {
+            k: alone[k] for k in ("downsampled", "total_points", "buckets")
+        }
+    assert answer["runs"][0]["total_points"] == 290
+    assert answer["runs"][1]["total_points"] == 591
+
+    unknown = client.get(
+        f"/api/v1/projects/{PROJECT}/points/train/loss", params={"runs": "a,zz", "max_points": 5}
+    )
+    assert unknown.status_code == 404
+    assert "zz" in unknown.json()["error"]["message"]
+    too_many = ",".join(f"r{i}" for i in range(65))
+    refused = client.get(
+        f"/api/v1/projects/{PROJECT}/points/train/loss", params={"runs": too_many, "max_points": 5}
+    )
+    assert refused.status_code == 422
+    assert refused.json()["error"]["details"][0]["field"] == "runs"
+
+
 def test_raw_pages_walk_every_point_once(client: TestClient) -> None:
     rng = random.Random(7)
     events = [log(f"e{i}", i // 3, {"m": rng.random()}) for i in range(500)]
@@ -215,6 +248,7 @@ def test_openapi_documents_the_read_api(client: TestClient) -> None:
         "/api/v1/projects/{project}/runs",
         "/api/v1/projects/{project}/runs/{run}/metrics",
         "/api/v1/projects/{project}/runs/{run}/points/{metric}",
+        "/api/v1/projects/{project}/points/{metric}",
         "/api/v1/projects/{project}/runs/{run}/alerts",
         "/api/v1/projects/{project}/runs/{run}/export.csv",
     ]:

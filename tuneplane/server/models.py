@@ -98,6 +98,19 @@ class Downsampled(BaseModel):
     buckets: list[BucketOut]
 
 
+class RunBuckets(BaseModel):
+    run: str
+    downsampled: bool
+    total_points: int
+    buckets: list[BucketOut]
+
+
+class RunsDownsampled(BaseModel):
+    metric: str
+    runs: list[RunBuckets]
+    missing: list[str]
+
+
 class AlertOut(BaseModel):
     alert_id: str
     title: str

@@ -9,11 +9,17 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
+from sqlalchemy import Connection
 from starlette.responses import Response, StreamingResponse
 
 from tuneplane.contract.arena import ALERT_LEVELS
 from tuneplane.contract.errors import InvalidInput, Violation
-from tuneplane.contract.limits import MAX_POINTS_MAX, POINTS_PAGE_DEFAULT, POINTS_PAGE_MAX
+from tuneplane.contract.limits import (
+    CHART_RUNS_MAX,
+    MAX_POINTS_MAX,
+    POINTS_PAGE_DEFAULT,
+    POINTS_PAGE_MAX,
+)
 from tuneplane.server.models import (
     AlertOut,
     Downsampled,
@@ -22,6 +28,7 @@ from tuneplane.server.models import (
     PointPage,
     ProjectOut,
     RunOut,
+    RunsDownsampled,
 )
 from tuneplane.server.responses import JSON
 from tuneplane.server.run_json import run_json
@@ -144,36 +151,73 @@ def read_points(
                     "next_cursor": next_cursor,
                 }
             )
-        bounds = points.step_bounds(connection, metric_id)
-        assert bounds is not None
-        lo = max(bounds[0], start if start is not None else bounds[0])
-        hi = min(bounds[1], end if end is not None else bounds[1])
-        chart = (
-            points.read_chart(connection, metric_id, lo=lo, hi=hi, max_points=max_points)
-            if lo <= hi
-            else points.Chart(0, False, [])
-        )
-    body = [
-        {
-            "step_min": b.step_min,
-            "step_max": b.step_max,
-            "count": b.count,
-            "min": b.min,
-            "max": b.max,
-            "mean": b.mean,
-            "last": b.last,
-            "time": b.time_last,
-        }
-        for b in chart.buckets
-    ]
-    return JSON(
-        {
-            "metric": metric,
-            "downsampled": chart.downsampled,
-            "total_points": chart.total,
-            "buckets": body,
-        }
+        chart = _chart_json(connection, metric_id, start, end, max_points)
+    return JSON({"metric": metric, **chart})
+
+
+def _chart_json(
+    connection: Connection, metric_id: int, start: int | None, end: int | None, max_points: int
+) -> dict[str, object]:
+    """A series reduced to at most ``max_points`` buckets within ``start..end``."""
+    bounds = points.step_bounds(connection, metric_id)
+    assert bounds is not None
+    lo = max(bounds[0], start if start is not None else bounds[0])
+    hi = min(bounds[1], end if end is not None else bounds[1])
+    chart = (
+        points.read_chart(connection, metric_id, lo=lo, hi=hi, max_points=max_points)
+        if lo <= hi
+        else points.Chart(0, False, [])
     )
+    return {
+        "downsampled": chart.downsampled,
+        "total_points": chart.total,
+        "buckets": [
+            {
+                "step_min": b.step_min,
+                "step_max": b.step_max,
+                "count": b.count,
+                "min": b.min,
+                "max": b.max,
+                "mean": b.mean,
+                "last": b.last,
+                "time": b.time_last,
+            }
+            for b in chart.buckets
+        ],
+    }
+
+
+@router.get(
+    "/projects/{project}/points/{metric:path}",
+    response_model=RunsDownsampled,
+    summary="One metric of several runs, each downsampled in SQL with max_points",
+)
+def read_points_of_runs(
+    request: Request,
+    project: str,
+    metric: str,
+    runs: Annotated[str, Query(description="run names, comma-separated")],
+    max_points: Annotated[int, Query(ge=1, le=MAX_POINTS_MAX)],
+    start: Annotated[int | None, Query(ge=0, description="first step (inclusive)")] = None,
+    end: Annotated[int | None, Query(ge=0, description="last step (inclusive)")] = None,
+) -> Response:
+    """What ``…/runs/{run}/points/{metric}?max_points=N`` answers, for each named run in
+    one request (a comparison of many runs). Runs without the metric are listed under
+    ``missing``; an unknown run is a 404."""
+    names = list(dict.fromkeys(name for name in runs.split(",") if name))
+    if not 1 <= len(names) <= CHART_RUNS_MAX:
+        raise InvalidInput((Violation("runs", f"name 1-{CHART_RUNS_MAX} runs, comma-separated"),))
+    found, missing = [], []
+    with app_state(request).database.connect() as connection:
+        for name in names:
+            run_row = catalog.get_run(connection, project, name)
+            metric_id = catalog.find_metric_id(connection, run_row.id, metric)
+            if metric_id is None:
+                missing.append(name)
+            else:
+                chart = _chart_json(connection, metric_id, start, end, max_points)
+                found.append({"run": name, **chart})
+    return JSON({"metric": metric, "runs": found, "missing": missing})
 
 
 @router.get(RUN + "/metrics/{metric:path}", response_model=MetricOut)

@@ -65,6 +65,21 @@ class Points:
         self.times += other.times
 
 
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """A block unpacked for charts: steps, values and receive times as arrays (no event
+    ids, no conversion to lists; ``bisect``, slicing and ``min``/``max``/``sum`` work on
+    them directly)."""
+
+    steps: array  # type: ignore[type-arg]
+    values: array  # type: ignore[type-arg]
+    times: array  # type: ignore[type-arg]
+
+    @classmethod
+    def unpacked(cls, steps: bytes, values: bytes, times: bytes) -> Columns:
+        return cls(unpack("q", steps), unpack("d", values), unpack("d", times))
+
+
 #: A block as stored: (first step, last step, count, min, max, sum, last value, last time,
 #: steps, events, values, times).
 BlockRow = tuple[int, int, int, float, float, float, float, float, bytes, bytes, bytes, bytes]

@@ -129,13 +129,18 @@ def get_run(connection: Connection, project: str, run: str) -> RunRow:
     return RunRow(*row)
 
 
-def get_metric_id(connection: Connection, run_id: int, metric: str) -> int:
+def find_metric_id(connection: Connection, run_id: int, metric: str) -> int | None:
     metric_id = connection.execute(
         select(metrics.c.id).where(metrics.c.run_id == run_id, metrics.c.name == metric)
     ).scalar_one_or_none()
+    return None if metric_id is None else int(metric_id)
+
+
+def get_metric_id(connection: Connection, run_id: int, metric: str) -> int:
+    metric_id = find_metric_id(connection, run_id, metric)
     if metric_id is None:
         raise NotFound(f"metric {metric!r} not found in this run")
-    return int(metric_id)
+    return metric_id
 
 
 def list_alerts(connection: Connection, run_id: int, level: str | None = None) -> list[AlertRow]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from tuneplane.store.blocks import BLOCK_POINTS, Points, cut
+from tuneplane.store.blocks import BLOCK_POINTS, Columns, Points, cut
 from tuneplane.store.schema import events, invalid_points, metrics
 from tuneplane.store.sql import Dialect, chunks, flat
 
@@ -456,7 +456,7 @@ class _Buckets:
         into.sum += part.sum
         into.last, into.time_last = part.last, part.time_last
 
-    def fold_points(self, points: Points, begin: int, stop: int) -> None:
+    def fold_points(self, points: Columns, begin: int, stop: int) -> None:
         steps, values = points.steps, points.values
         while begin < stop:
             index = self.index(steps[begin])
@@ -522,7 +522,7 @@ def read_chart(
 _ROLLUP = "first_step, last_step, count, min_value, max_value, sum_value, last_value, last_time"
 
 
-def _one_point(points: Points, lo: int, hi: int) -> list[Bucket]:
+def _one_point(points: Columns, lo: int, hi: int) -> list[Bucket]:
     begin, stop = bisect_left(points.steps, lo), bisect_right(points.steps, hi)
     return [
         Bucket(step, step, 1, value, value, value, value, time)
@@ -537,17 +537,17 @@ def _one_point(points: Points, lo: int, hi: int) -> list[Bucket]:
 
 def _unpack_blocks(
     connection: Connection, metric_id: int, first_steps: Sequence[int]
-) -> dict[int, Points]:
-    found: dict[int, Points] = {}
+) -> dict[int, Columns]:
+    found: dict[int, Columns] = {}
     for start in range(0, len(first_steps), 500):
         part = first_steps[start : start + 500]
         statement = (
-            f"SELECT first_step, {_ARRAYS} FROM point_blocks WHERE metric_id = ? "
+            "SELECT first_step, steps, vals, times FROM point_blocks WHERE metric_id = ? "
             f"AND first_step IN ({', '.join(['?'] * len(part))})"
         )
         rows = connection.exec_driver_sql(_driver_sql(connection, statement), (metric_id, *part))
-        for first_step, *arrays in rows:
-            found[first_step] = Points.unpacked(*arrays)
+        for first_step, steps, values, times in rows:
+            found[first_step] = Columns.unpacked(steps, values, times)
     return found
 
 

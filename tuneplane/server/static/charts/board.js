@@ -159,9 +159,12 @@ export class Board {
     // With several runs, draw each as it arrives (at most once a frame) rather than wait
     // for the slowest.
     const early = refs.length > 1 && !this.range ? perFrame(() => slot.loaded || this.drawSlot(slot, false)) : null;
+    // The runs of one project come in one request, not one each.
+    const byProject = new Map();
+    for (const ref of refs) byProject.set(ref.project, [...(byProject.get(ref.project) ?? []), ref]);
     await Promise.all(
-      refs.map(async (ref) => {
-        await this.loadRun(slot, ref);
+      [...byProject.entries()].map(async ([project, group]) => {
+        await (group.length === 1 ? this.loadRun(slot, group[0]) : this.loadRuns(slot, project, group));
         early?.();
       }),
     );
@@ -178,6 +181,30 @@ export class Board {
       summary.invalid_count ? api.invalid(ref.project, ref.run, slot.metric) : [],
     ]);
     slot.full.set(ref.key, { series: Series.from(body), invalid });
+  }
+
+  /** The whole series of several runs of one project, in one request. */
+  async loadRuns(slot, project, refs) {
+    const [body, invalids] = await Promise.all([
+      api.pointsOfRuns(
+        project,
+        refs.map((ref) => ref.run),
+        slot.metric,
+        { maxPoints: this.buckets(slot) },
+      ),
+      Promise.all(
+        refs.map((ref) =>
+          this.summaries.get(ref.key).get(slot.metric).invalid_count
+            ? api.invalid(ref.project, ref.run, slot.metric)
+            : [],
+        ),
+      ),
+    ]);
+    const byRun = new Map(body.runs.map((entry) => [entry.run, entry]));
+    refs.forEach((ref, index) => {
+      const entry = byRun.get(ref.run);
+      if (entry) slot.full.set(ref.key, { series: Series.from(entry), invalid: invalids[index] });
+    });
   }
 
   entries(slot) {

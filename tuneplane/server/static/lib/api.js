@@ -69,6 +69,15 @@ export const trialHistory = (project, name, round, trial) =>
 /** Matched evidence; each side is "project/run/round". */
 export const matched = (left, right) => getJSON(`/api/v1/evaluation/matched${query({ left, right })}`);
 
+/** One metric of several runs of a project, each reduced to at most maxPoints: {runs, missing}. */
+export const pointsOfRuns = (project, names, metric, { maxPoints }) =>
+  getJSON(
+    `${projectPath(project)}/points/${metricPath(metric)}${query({
+      runs: names.join(","),
+      max_points: maxPoints,
+    })}`,
+  );
+
 /** Buckets of one metric reduced by the server to at most maxPoints (within start..end). */
 export const points = (project, name, metric, { maxPoints, start = null, end = null, signal }) =>
   getJSON(
