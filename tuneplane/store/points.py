@@ -32,6 +32,11 @@ _INSERT_BLOCK = (
     f"max_value, sum_value, last_value, last_time, {_ARRAYS}) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_UPDATE_BLOCK = (
+    "UPDATE point_blocks SET last_step = ?, count = ?, min_value = ?, max_value = ?, "
+    "sum_value = ?, last_value = ?, last_time = ?, steps = ?, events = ?, vals = ?, times = ? "
+    "WHERE metric_id = ? AND first_step = ?"
+)
 # The block holding ``step`` or the last one before it: where a range of steps starts.
 _FROM_STEP = (
     "first_step >= coalesce((SELECT max(first_step) FROM point_blocks "
@@ -63,11 +68,31 @@ class SeriesEffect:
 @dataclass(slots=True)
 class _Writes:
     deletes: list[tuple[int, int]] = field(default_factory=list)
+    updates: list[tuple[Any, ...]] = field(default_factory=list)
     inserts: list[tuple[Any, ...]] = field(default_factory=list)
 
     def replace(self, metric_id: int, first_steps: Iterable[int], points: Points) -> None:
         self.deletes += [(metric_id, first_step) for first_step in first_steps]
         self.inserts += [(metric_id, *row) for row in cut(points)]
+
+    def extend(self, metric_id: int, first_step: int, points: Points) -> None:
+        """Rewrite a block that ``points`` start with, in place; what overflows it goes to
+        new blocks."""
+        rows = list(cut(points))
+        assert rows[0][0] == first_step
+        self.updates.append((*rows[0][1:], metric_id, first_step))
+        self.inserts += [(metric_id, *row) for row in rows[1:]]
+
+    def execute(self, sql: Dialect) -> None:
+        if self.deletes:
+            sql.cursor.executemany(
+                sql.sql("DELETE FROM point_blocks WHERE metric_id = ? AND first_step = ?"),
+                self.deletes,
+            )
+        if self.updates:
+            sql.cursor.executemany(sql.sql(_UPDATE_BLOCK), self.updates)
+        if self.inserts:
+            sql.cursor.executemany(sql.sql(_INSERT_BLOCK), self.inserts)
 
 
 def apply_changes(sql: Dialect, changes: Mapping[int, SeriesChange]) -> dict[int, SeriesEffect]:
@@ -76,58 +101,49 @@ def apply_changes(sql: Dialect, changes: Mapping[int, SeriesChange]) -> dict[int
     tails = _tails(sql, list(changes))
     effects: dict[int, SeriesEffect] = {}
     writes = _Writes()
-    appends: dict[tuple[int, int], Points] = {}
     for metric_id, change in changes.items():
         put, tail = change.put, tails.get(metric_id)
-        if change.remove or (tail is not None and put.steps and put.steps[0] <= tail[1]):
+        if change.remove or (tail is not None and put.steps and put.steps[0] <= tail.last_step):
             effects[metric_id] = _merge(sql, metric_id, change, writes)
             continue
         effects[metric_id] = SeriesEffect(added=len(put))
-        if tail is not None and tail[2] < BLOCK_POINTS:
-            appends[(metric_id, tail[0])] = put
+        if tail is not None and tail.points is not None:
+            tail.points.extend(put)
+            writes.extend(metric_id, tail.first_step, tail.points)
         elif put.steps:
             writes.replace(metric_id, (), put)
-    if appends:
-        for metric_id, first_step, *arrays in _load_blocks(sql, list(appends)):
-            points = Points.unpacked(*arrays)
-            points.extend(appends[(metric_id, first_step)])
-            writes.replace(metric_id, (first_step,), points)
-    if writes.deletes:
-        sql.cursor.executemany(
-            sql.sql("DELETE FROM point_blocks WHERE metric_id = ? AND first_step = ?"),
-            writes.deletes,
-        )
-    if writes.inserts:
-        sql.cursor.executemany(sql.sql(_INSERT_BLOCK), writes.inserts)
+    writes.execute(sql)
     return effects
 
 
-def _tails(sql: Dialect, metric_ids: Sequence[int]) -> dict[int, tuple[int, int, int]]:
-    """(first step, last step, count) of each series' last block."""
+@dataclass(slots=True)
+class _Tail:
+    """A series' last block: where it starts and ends, and its points when it has room."""
+
+    first_step: int
+    last_step: int
+    points: Points | None
+
+
+def _tails(sql: Dialect, metric_ids: Sequence[int]) -> dict[int, _Tail]:
+    """The last block of each series, unpacked only when it has room for more points."""
+    room = f"count < {BLOCK_POINTS}"
+    arrays = ", ".join(
+        f"CASE WHEN {room} THEN {column} END" for column in ("steps", "events", "vals", "times")
+    )
     one = (
-        "SELECT * FROM (SELECT metric_id, first_step, last_step, count FROM point_blocks "
+        f"SELECT * FROM (SELECT metric_id, first_step, last_step, {arrays} FROM point_blocks "
         "WHERE metric_id = ? ORDER BY first_step DESC LIMIT 1) AS t"
     )
-    found: dict[int, tuple[int, int, int]] = {}
+    found: dict[int, _Tail] = {}
     # SQLite allows 500 terms in a compound SELECT.
     for start in range(0, len(metric_ids), 250):
         part = metric_ids[start : start + 250]
         sql.cursor.execute(sql.sql(" UNION ALL ".join([one] * len(part))), list(part))
-        found.update((row[0], (row[1], row[2], row[3])) for row in sql.cursor.fetchall())
+        for metric_id, first_step, last_step, *packed in sql.cursor.fetchall():
+            points = None if packed[0] is None else Points.unpacked(*packed)
+            found[metric_id] = _Tail(first_step, last_step, points)
     return found
-
-
-def _load_blocks(sql: Dialect, keys: Sequence[tuple[int, int]]) -> list[tuple[Any, ...]]:
-    """Whole blocks named by (series, first step)."""
-    rows: list[tuple[Any, ...]] = []
-    for part in chunks(keys, 2):
-        where = " OR ".join(["(metric_id = ? AND first_step = ?)"] * len(part))
-        sql.cursor.execute(
-            sql.sql(f"SELECT metric_id, first_step, {_ARRAYS} FROM point_blocks WHERE {where}"),
-            flat(part),
-        )
-        rows += sql.cursor.fetchall()
-    return rows
 
 
 def _merge(sql: Dialect, metric_id: int, change: SeriesChange, writes: _Writes) -> SeriesEffect:
