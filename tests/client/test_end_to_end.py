@@ -32,13 +32,19 @@ def test_a_training_run_arrives_exactly_once(server: Server) -> None:
 
 
 def test_retries_after_lost_responses_store_nothing_twice(server: Server) -> None:
-    """The proxy lets the server store the first scalar batch and the first log batch, then
-    cuts the connection before the answer: the clients retry, the server deduplicates."""
+    """The proxy lets the server start the attempt and store the first scalar batch and the
+    first log batch, then cuts the connection before each answer: the clients retry, the
+    server deduplicates (and the retried start returns the same attempt)."""
     lost: dict[bytes, int] = {}
     lock = threading.Lock()
+    routes = (
+        b"POST /api/v1/projects/e2e/runs/run-lossy/attempts ",
+        b"POST /api/v1/ingest/scalars ",
+        b"POST /api/v1/ingest/logs ",
+    )
 
     def lose_first(request: bytes) -> Fate:
-        for route in (b"POST /api/v1/ingest/scalars ", b"POST /api/v1/ingest/logs "):
+        for route in routes:
             if request.startswith(route):
                 with lock:
                     lost[route] = lost.get(route, 0) + 1
@@ -48,11 +54,11 @@ def test_retries_after_lost_responses_store_nothing_twice(server: Server) -> Non
     with proxy(server.base, lose_first) as url:
         done = tuneplane_run(url, server.data_dir, "run-lossy", str(STEPS), "0")
     assert done.returncode == 0, done.stderr.decode(errors="replace")
-    assert set(lost) == {b"POST /api/v1/ingest/scalars ", b"POST /api/v1/ingest/logs "}
+    assert set(lost) == set(routes)
     assert all(count >= 2 for count in lost.values())  # each was sent again
 
     run = assert_everything_arrived_once(server, "run-lossy", STEPS)
-    assert run["status"] == "succeeded"
+    assert (run["status"], run["attempt"]) == ("succeeded", 1)
     transport = run["transport"]
     assert transport["failed_sends"] >= 1
     assert (transport["sent"], transport["dropped"]) == (3 * STEPS, 0)

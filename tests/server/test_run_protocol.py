@@ -103,6 +103,26 @@ def test_attempts_count_up_and_tokens_are_distinct(api: TestClient) -> None:
     assert api.post("/api/v1/projects/demo/runs/missing/attempts").status_code == 404
 
 
+def test_a_retried_start_with_the_same_key_returns_the_same_attempt(api: TestClient) -> None:
+    api.post("/api/v1/projects/demo/runs", json={"run": "grpo-7"})
+    body = {"series": [{"name": "loss", "steps": [1], "values": [0.5]}]}
+    first = api.post(RUN + "/attempts", headers={"Idempotency-Key": "k-1"}).json()
+    again = api.post(RUN + "/attempts", headers={"Idempotency-Key": "k-1"}).json()
+    assert (first["attempt"], again["attempt"]) == (1, 1)
+    assert api.get(RUN).json()["attempt"] == 1
+    # The token of the lost answer is replaced by the one delivered.
+    lost = {"Authorization": f"Bearer {first['token']}"}
+    delivered = {"Authorization": f"Bearer {again['token']}"}
+    assert scalars(api, lost, body).status_code == 401
+    assert scalars(api, delivered, body).status_code == 200
+    other = api.post(RUN + "/attempts", headers={"Idempotency-Key": "k-2"}).json()
+    assert other["attempt"] == 2
+    bad = api.post(RUN + "/attempts", headers={"Idempotency-Key": "not a key!"})
+    assert bad.status_code == 422
+    assert bad.json()["error"]["details"][0]["field"] == "Idempotency-Key"
+    assert api.get(RUN).json()["attempt"] == 2
+
+
 @pytest.mark.parametrize(
     ("method", "path"),
     [

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,7 +176,9 @@ def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None =
         if options.config is not None:
             body["config"] = options.config
         _call(api, runs, body, "create the run")
-        answer = _call(api, f"{runs}/{options.run}/attempts", {}, "start an attempt")
+        # A retry after a lost answer must not start a second attempt.
+        once = {"Idempotency-Key": uuid.uuid4().hex}
+        answer = _call(api, f"{runs}/{options.run}/attempts", {}, "start an attempt", once)
     finally:
         api.close()
     try:
@@ -194,8 +197,10 @@ def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None =
     return Session(attempt, token, reporter, logs, endpoint)
 
 
-def _call(api: Transport, path: str, body: object, what: str) -> Any:
-    outcome = api.post(path, body, retry=SETUP_RETRY)
+def _call(
+    api: Transport, path: str, body: object, what: str, headers: dict[str, str] | None = None
+) -> Any:
+    outcome = api.post(path, body, retry=SETUP_RETRY, headers=headers)
     if outcome.delivered:
         return outcome.body
     if outcome.status in (401, 403):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -128,6 +128,7 @@ class Transport:
         deadline: DeadlineFn | None = None,
         interrupt: threading.Event | None = None,
         on_failed_attempt: Callable[[], None] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Outcome:
         """POST ``body`` as JSON until it is delivered, rejected, or ``retry`` runs out.
 
@@ -135,6 +136,7 @@ class Transport:
         ``deadline()`` is read before every retry and pause, so a deadline set while this
         call waits (``close()``) still applies; the first attempt is made in any case.
         ``interrupt`` cuts a pause short so that the deadline is read at once.
+        ``headers`` are sent with every attempt (an ``Idempotency-Key``, say).
         """
         # orjson, not json: the standard encoder holds the GIL for ~2.4 ms on a 2,048-point
         # batch (float repr), long enough to stall the training thread; orjson takes 0.1 ms.
@@ -150,7 +152,7 @@ class Transport:
                     return last
                 # The first attempt is always made, with a short timeout at least.
                 timeout = min(timeout, max(remaining, _FIRST_ATTEMPT_MIN_TIMEOUT))
-            outcome = last = self._attempt(path, content, timeout)
+            outcome = last = self._attempt(path, content, timeout, headers)
             if outcome.delivered:
                 return outcome
             if on_failed_attempt is not None:
@@ -162,10 +164,15 @@ class Transport:
                 return outcome
             self._pause(retry.delay(failures), deadline, interrupt)
 
-    def _attempt(self, path: str, content: bytes, timeout: float) -> Outcome:
+    def _attempt(
+        self, path: str, content: bytes, timeout: float, headers: Mapping[str, str] | None
+    ) -> Outcome:
         try:
             response = self._client.post(
-                path, content=content, headers=_JSON_HEADERS, timeout=timeout
+                path,
+                content=content,
+                headers=_JSON_HEADERS if headers is None else {**_JSON_HEADERS, **headers},
+                timeout=timeout,
             )
         except httpx.TransportError as exc:
             return Outcome(False, reason=UNREACHABLE, detail=_describe(exc))

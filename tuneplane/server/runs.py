@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
 from tuneplane.contract.errors import InvalidInput, Violation
@@ -37,13 +39,27 @@ async def create_run(request: Request, project: str) -> Response:
 
 
 @router.post("/projects/{project}/runs/{run}/attempts", response_model=AttemptOut, status_code=201)
-async def start_attempt(request: Request, project: str, run: str) -> Response:
+async def start_attempt(
+    request: Request,
+    project: str,
+    run: str,
+    idempotency_key: Annotated[
+        str | None,
+        Header(description="a retry with the same key returns the same attempt, new token"),
+    ] = None,
+) -> Response:
     """Start the run's next execution attempt and issue its ingest token (shown once)."""
+    if idempotency_key is not None and (problem := id_problem(idempotency_key)):
+        raise InvalidInput((Violation("Idempotency-Key", problem),))
     state = app_state(request)
     with state.database.connect() as connection:
         run_id = catalog.get_run(connection, project, run).id
     issued = await state.database.write(
-        credentials.start_attempt, run_id, state.settings.ingest_token_days
+        credentials.start_attempt,
+        run_id,
+        state.settings.ingest_token_days,
+        idempotency_key,
+        key=run_id,
     )
     return JSON(
         {

@@ -68,17 +68,32 @@ class IssuedToken:
     expires_at: float
 
 
-def start_attempt(connection: Connection, run_id: int, token_days: float) -> IssuedToken:
-    """Execution attempt N+1 of a run, with a fresh ingest token scoped to it."""
+def start_attempt(
+    connection: Connection, run_id: int, token_days: float, request_key: str | None = None
+) -> IssuedToken:
+    """Execution attempt N+1 of a run, with a fresh ingest token scoped to it.
+
+    A ``request_key`` seen before for this run names the attempt it started: that attempt
+    is returned again with a new token (the answer carrying the first one was lost, or the
+    caller would not be asking again), and no attempt is added."""
     now = time.time()
+    token = new_secret(INGEST_TOKEN_PREFIX)
+    expires_at = now + token_days * 86_400
+    if request_key is not None:
+        started = connection.execute(
+            update(attempts)
+            .where(attempts.c.run_id == run_id, attempts.c.request_key == request_key)
+            .values(token_hash=hash_secret(token), token_expires_at=expires_at)
+            .returning(attempts.c.attempt)
+        ).scalar_one_or_none()
+        if started is not None:
+            return IssuedToken(attempt=started, token=token, expires_at=expires_at)
     number = connection.execute(
         update(runs)
         .where(runs.c.id == run_id)
         .values(attempt_count=runs.c.attempt_count + 1, updated_at=now)
         .returning(runs.c.attempt_count)
     ).scalar_one()
-    token = new_secret(INGEST_TOKEN_PREFIX)
-    expires_at = now + token_days * 86_400
     connection.execute(
         insert(attempts).values(
             run_id=run_id,
@@ -86,6 +101,7 @@ def start_attempt(connection: Connection, run_id: int, token_days: float) -> Iss
             started_at=now,
             token_hash=hash_secret(token),
             token_expires_at=expires_at,
+            request_key=request_key,
         )
     )
     return IssuedToken(attempt=number, token=token, expires_at=expires_at)

@@ -143,7 +143,10 @@ attempts = Table(
     Column("ended_at", Float, nullable=True),
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("token_expires_at", Float, nullable=False),
+    # The caller's Idempotency-Key: a retried start returns the same attempt.
+    Column("request_key", String(128), nullable=True),
     UniqueConstraint("run_id", "attempt", name="uq_attempts_run_attempt"),
+    UniqueConstraint("run_id", "request_key", name="uq_attempts_run_request_key"),
 )
 
 # Live log lines; ``id`` is the run's read cursor, (attempt, seq) makes retries harmless.
