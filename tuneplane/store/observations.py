@@ -21,7 +21,6 @@ from sqlalchemy import (
     insert,
     select,
     text,
-    tuple_,
     update,
 )
 
@@ -221,20 +220,28 @@ def _current(
     connection: Connection, run_id: int, trials: set[tuple[str, str]]
 ) -> dict[tuple[str, str], tuple[tuple[int, int], str]]:
     """The current (execution attempt, trial attempt) and status of these trials."""
-    query = select(
-        trial_current.c.round_id,
-        trial_current.c.trial_id,
-        trial_current.c.execution_attempt,
-        trial_current.c.trial_attempt,
-        trial_current.c.status,
-    ).where(
-        trial_current.c.run_id == run_id,
-        tuple_(trial_current.c.round_id, trial_current.c.trial_id).in_(sorted(trials)),
-    )
-    return {
-        (round_id, trial_id): ((int(execution), int(attempt)), str(status))
-        for round_id, trial_id, execution, attempt, status in connection.execute(query)
-    }
+    by_round: dict[str, list[str]] = {}
+    for round_id, trial_id in sorted(trials):
+        by_round.setdefault(round_id, []).append(trial_id)
+    found: dict[tuple[str, str], tuple[tuple[int, int], str]] = {}
+    # One round at a time: (round, trial) pairs as a row-value IN list are not index
+    # lookups on PostgreSQL, which then reads every trial of the run for each batch.
+    for round_id, trial_ids in by_round.items():
+        query = select(
+            trial_current.c.trial_id,
+            trial_current.c.execution_attempt,
+            trial_current.c.trial_attempt,
+            trial_current.c.status,
+        ).where(
+            trial_current.c.run_id == run_id,
+            trial_current.c.round_id == round_id,
+            trial_current.c.trial_id.in_(trial_ids),
+        )
+        found.update(
+            ((round_id, trial_id), ((int(execution), int(attempt)), str(status)))
+            for trial_id, execution, attempt, status in connection.execute(query)
+        )
+    return found
 
 
 _CURRENT_COLUMNS = (
