@@ -113,6 +113,36 @@ def test_one_metric_of_several_runs_in_one_read(client: TestClient) -> None:
     assert refused.json()["error"]["details"][0]["field"] == "runs"
 
 
+def test_several_metrics_of_a_run_in_one_read(client: TestClient) -> None:
+    events = [
+        log(
+            f"e{step}",
+            step,
+            {"train/loss": math.cos(step / 30)} | ({"reward": step * 0.5} if step < 300 else {}),
+        )
+        for step in range(900)
+    ]
+    for start in range(0, len(events), 128):
+        post(client, logs=events[start : start + 128])
+    params = [("metric", "reward"), ("metric", "train/loss"), ("metric", "nope")]
+    params += [("max_points", "40"), ("start", "250")]
+    answer = client.get(run_url() + "/points", params=params).json()
+    assert [entry["metric"] for entry in answer["metrics"]] == ["reward", "train/loss"]
+    assert answer["missing"] == ["nope"]
+    for entry in answer["metrics"]:
+        alone = client.get(
+            run_url() + "/points/" + entry["metric"], params={"max_points": 40, "start": 250}
+        ).json()
+        assert {k: entry[k] for k in ("downsampled", "total_points", "buckets")} == {
+            k: alone[k] for k in ("downsampled", "total_points", "buckets")
+        }
+    assert [entry["total_points"] for entry in answer["metrics"]] == [50, 650]
+    many = [("metric", f"m{i}") for i in range(65)] + [("max_points", "5")]
+    refused = client.get(run_url() + "/points", params=many)
+    assert refused.status_code == 422
+    assert refused.json()["error"]["details"][0]["field"] == "metric"
+
+
 def test_raw_pages_walk_every_point_once(client: TestClient) -> None:
     rng = random.Random(7)
     events = [log(f"e{i}", i // 3, {"m": rng.random()}) for i in range(500)]
@@ -249,6 +279,7 @@ def test_openapi_documents_the_read_api(client: TestClient) -> None:
         "/api/v1/projects/{project}/runs/{run}/metrics",
         "/api/v1/projects/{project}/runs/{run}/points/{metric}",
         "/api/v1/projects/{project}/points/{metric}",
+        "/api/v1/projects/{project}/runs/{run}/points",
         "/api/v1/projects/{project}/runs/{run}/alerts",
         "/api/v1/projects/{project}/runs/{run}/export.csv",
     ]:

@@ -25,8 +25,8 @@ ALERT_TEXT_MAX_CHARS: Final = 4000
 POINTS_PAGE_MAX: Final = 10_000
 POINTS_PAGE_DEFAULT: Final = 1_000
 MAX_POINTS_MAX: Final = 10_000
-#: Runs one downsampled read of a metric across runs may name.
-CHART_RUNS_MAX: Final = 64
+#: Series one downsampled read of several runs or several metrics may name.
+CHART_SERIES_MAX: Final = 64
 
 #: Steps are stored as signed 64-bit integers.
 STEP_MAX: Final = 2**63 - 1

@@ -111,6 +111,19 @@ class RunsDownsampled(BaseModel):
     missing: list[str]
 
 
+class MetricBuckets(BaseModel):
+    metric: str
+    downsampled: bool
+    total_points: int
+    buckets: list[BucketOut]
+
+
+class MetricsDownsampled(BaseModel):
+    run: str
+    metrics: list[MetricBuckets]
+    missing: list[str]
+
+
 class AlertOut(BaseModel):
     alert_id: str
     title: str

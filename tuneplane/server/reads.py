@@ -15,7 +15,7 @@ from starlette.responses import Response, StreamingResponse
 from tuneplane.contract.arena import ALERT_LEVELS
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.limits import (
-    CHART_RUNS_MAX,
+    CHART_SERIES_MAX,
     MAX_POINTS_MAX,
     POINTS_PAGE_DEFAULT,
     POINTS_PAGE_MAX,
@@ -25,6 +25,7 @@ from tuneplane.server.models import (
     Downsampled,
     InvalidPointOut,
     MetricOut,
+    MetricsDownsampled,
     PointPage,
     ProjectOut,
     RunOut,
@@ -188,6 +189,39 @@ def _chart_json(
 
 
 @router.get(
+    RUN + "/points",
+    response_model=MetricsDownsampled,
+    summary="Several metrics of one run, each downsampled in SQL with max_points",
+)
+def read_points_of_metrics(
+    request: Request,
+    project: str,
+    run: str,
+    metric: Annotated[list[str], Query(description="a metric name; repeat for more")],
+    max_points: Annotated[int, Query(ge=1, le=MAX_POINTS_MAX)],
+    start: Annotated[int | None, Query(ge=0, description="first step (inclusive)")] = None,
+    end: Annotated[int | None, Query(ge=0, description="last step (inclusive)")] = None,
+) -> Response:
+    """What ``…/points/{metric}?max_points=N`` answers, for each named metric of the run in
+    one request (the new points of every chart of a live run). Metrics the run does not
+    have are listed under ``missing``."""
+    names = list(dict.fromkeys(metric))
+    if len(names) > CHART_SERIES_MAX:
+        raise InvalidInput((Violation("metric", f"name at most {CHART_SERIES_MAX} metrics"),))
+    found, missing = [], []
+    with app_state(request).database.connect() as connection:
+        run_row = catalog.get_run(connection, project, run)
+        for name in names:
+            metric_id = catalog.find_metric_id(connection, run_row.id, name)
+            if metric_id is None:
+                missing.append(name)
+            else:
+                chart = _chart_json(connection, metric_id, start, end, max_points)
+                found.append({"metric": name, **chart})
+    return JSON({"run": run, "metrics": found, "missing": missing})
+
+
+@router.get(
     "/projects/{project}/points/{metric:path}",
     response_model=RunsDownsampled,
     summary="One metric of several runs, each downsampled in SQL with max_points",
@@ -205,8 +239,8 @@ def read_points_of_runs(
     one request (a comparison of many runs). Runs without the metric are listed under
     ``missing``; an unknown run is a 404."""
     names = list(dict.fromkeys(name for name in runs.split(",") if name))
-    if not 1 <= len(names) <= CHART_RUNS_MAX:
-        raise InvalidInput((Violation("runs", f"name 1-{CHART_RUNS_MAX} runs, comma-separated"),))
+    if not 1 <= len(names) <= CHART_SERIES_MAX:
+        raise InvalidInput((Violation("runs", f"name 1-{CHART_SERIES_MAX} runs, comma-separated"),))
     found, missing = [], []
     with app_state(request).database.connect() as connection:
         for name in names:

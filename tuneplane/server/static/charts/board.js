@@ -11,6 +11,8 @@ import { Series, stepRange, xValues } from "./series.js";
 
 /** Live changes wait at most this long for other runs' changes before being drawn. */
 const FLUSH_MAX_MS = 1000;
+/** Charts whose new points one live request asks for (the server takes at most 64). */
+const TAIL_METRICS = 32;
 
 /** A run on the board: {project, run, key, label, color, t0}. */
 
@@ -323,13 +325,51 @@ export class Board {
     this.summaries.set(ref.key, now);
     if (list.some((m) => !before.has(m.metric))) this.render();
     const changed = [];
+    const growing = []; // charts whose run only has new points after those held
     await Promise.all(
       [...this.slots.values()].map(async (slot) => {
         const summary = now.get(slot.metric);
         if (!slot.loaded || !summary) return;
-        if (await this.catchUp(slot, ref, summary)) changed.push(slot);
+        const held = slot.full.get(ref.key);
+        if (!held) {
+          await this.loadRun(slot, ref);
+          changed.push(slot);
+          return;
+        }
+        if (held.invalid.length !== summary.invalid_count) {
+          held.invalid = await api.invalid(ref.project, ref.run, slot.metric);
+          changed.push(slot);
+        }
+        if (held.series.points < summary.count) growing.push({ slot, held, summary });
       }),
     );
+    // The new points of every growing chart, a request per TAIL_METRICS charts.
+    for (let i = 0; i < growing.length; i += TAIL_METRICS) {
+      const part = growing.slice(i, i + TAIL_METRICS);
+      const body = await api.pointsOfMetrics(
+        ref.project,
+        ref.run,
+        part.map(({ slot }) => slot.metric),
+        {
+          maxPoints: Math.min(...part.map(({ slot }) => this.buckets(slot))),
+          start: Math.min(...part.map(({ held }) => (held.series.lastStep ?? -1) + 1)),
+        },
+      );
+      const answers = new Map(body.metrics.map((entry) => [entry.metric, entry]));
+      await Promise.all(
+        part.map(async ({ slot, held, summary }) => {
+          const answer = answers.get(slot.metric);
+          if (answer) held.series.append(answer);
+          // Points at steps already held (a late event, a second event at one step) or a
+          // tail grown past the chart's width: load the series again rather than show it
+          // wrong.
+          if (held.series.points < summary.count || held.series.length > 2 * this.buckets(slot)) {
+            await this.loadRun(slot, ref);
+          }
+          changed.push(slot);
+        }),
+      );
+    }
     for (const slot of changed) {
       this.dirty.add(slot);
       this.dirtySince ??= performance.now();
@@ -358,34 +398,6 @@ export class Board {
       debug.updates += 1;
       debug.lastUpdateMs = performance.now() - start;
     });
-  }
-
-  /** Bring one run's series of a chart up to its summary; true when something changed. */
-  async catchUp(slot, ref, summary) {
-    const held = slot.full.get(ref.key);
-    if (!held) {
-      await this.loadRun(slot, ref);
-      return true;
-    }
-    let changed = false;
-    if (held.invalid.length !== summary.invalid_count) {
-      held.invalid = await api.invalid(ref.project, ref.run, slot.metric);
-      changed = true;
-    }
-    if (held.series.points >= summary.count) return changed;
-    const maxPoints = this.buckets(slot);
-    const last = held.series.lastStep;
-    const body = await api.points(ref.project, ref.run, slot.metric, {
-      maxPoints,
-      start: last == null ? null : last + 1,
-    });
-    held.series.append(body);
-    // Points at steps already held (a late event, a second event at one step) or a tail
-    // grown past the chart's width: load the series again rather than show it wrong.
-    if (held.series.points < summary.count || held.series.length > 2 * maxPoints) {
-      await this.loadRun(slot, ref);
-    }
-    return true;
   }
 
   destroy() {

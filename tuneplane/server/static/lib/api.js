@@ -69,6 +69,15 @@ export const trialHistory = (project, name, round, trial) =>
 /** Matched evidence; each side is "project/run/round". */
 export const matched = (left, right) => getJSON(`/api/v1/evaluation/matched${query({ left, right })}`);
 
+/** Several metrics of one run, each reduced to at most maxPoints: {metrics, missing}. */
+export function pointsOfMetrics(project, name, metrics, { maxPoints, start = null }) {
+  const q = new URLSearchParams();
+  for (const metric of metrics) q.append("metric", metric);
+  q.set("max_points", String(maxPoints));
+  if (start != null) q.set("start", String(start));
+  return getJSON(`${runPath(project, name)}/points?${q}`);
+}
+
 /** One metric of several runs of a project, each reduced to at most maxPoints: {runs, missing}. */
 export const pointsOfRuns = (project, names, metric, { maxPoints }) =>
   getJSON(
