@@ -2,6 +2,7 @@
 
 import asyncio
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from sqlalchemy import Connection, text
 
 from tuneplane.store.database import Database
+from tuneplane.store.statistics import StatisticsKeeper
 
 T = TypeVar("T")
 
@@ -160,4 +162,34 @@ def test_a_job_that_loses_a_deadlock_on_postgresql_is_run_again(pg_database_url:
             ).scalars()
             assert sorted(touched) == [2, 2]
     finally:
+        database.close()
+
+
+def test_tables_that_changed_a_lot_are_analyzed_on_postgresql(pg_database_url: str) -> None:
+    """The planner's statistics follow the data even where autovacuum is off."""
+    database = Database(pg_database_url)
+    keeper = StatisticsKeeper(database.engine, interval=3600)
+    try:
+        keeper.analyze_stale()  # whatever an earlier test left
+
+        def grow(connection: Connection) -> None:
+            connection.execute(
+                text("INSERT INTO projects (name, created_at) VALUES (:name, 0)"),
+                [{"name": f"stats-{index}"} for index in range(200)],
+            )
+
+        database.run_write(grow)
+        # PostgreSQL publishes its change counters within about a second.
+        deadline = time.monotonic() + 15
+        while "projects" not in keeper.analyze_stale():
+            assert time.monotonic() < deadline, "projects was never analyzed"
+            time.sleep(0.2)
+        assert "projects" not in keeper.analyze_stale()
+        with database.connect() as connection:
+            analyzed = connection.exec_driver_sql(
+                "SELECT reltuples FROM pg_class WHERE relname = 'projects'"
+            ).scalar_one()
+        assert analyzed >= 200
+    finally:
+        keeper.close()
         database.close()

@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 
 from tuneplane.contract.errors import TuneplaneError
+from tuneplane.store.statistics import StatisticsKeeper
 from tuneplane.store.writer import SerialWriter
 
 T = TypeVar("T")
@@ -97,6 +98,7 @@ class Database:
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
         self._lock: _DirectoryLock | None = None
         self._spread = itertools.count()
+        self._statistics: StatisticsKeeper | None = None
         if self.is_sqlite:
             self.engine = self._open_sqlite(parsed.database or "", lock=lock)
             self._writers = [SerialWriter(self.engine, sqlite=True)]
@@ -108,6 +110,7 @@ class Database:
                 SerialWriter(self.engine, sqlite=False, name=f"tuneplane-writer-{index}")
                 for index in range(POSTGRES_WRITERS)
             ]
+            self._statistics = StatisticsKeeper(self.engine)
         else:
             raise DatabaseUnavailable(
                 f"unsupported database URL {parsed.render_as_string(hide_password=True)}: "
@@ -183,6 +186,9 @@ class Database:
         for writer in self._writers:
             writer.close()
         self._writers = []
+        if self._statistics is not None:
+            self._statistics.close()
+            self._statistics = None
         self.engine.dispose()
         if self._lock is not None:
             self._lock.release()
