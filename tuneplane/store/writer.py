@@ -3,10 +3,11 @@
 On SQLite every write of the server runs on one writer, so SQLite never sees two writers and
 no request ever meets "database is locked". On PostgreSQL several writers share the load,
 each run's writes going to the same one. Jobs that arrive while a transaction is being
-written are taken together: each runs inside its own SAVEPOINT (a failing job is rolled back
-alone) and one COMMIT makes the whole group durable, which saves a commit per small batch
-under load. A job's result is delivered only after its group has committed. A job that lost
-a deadlock to another writer is rolled back to its savepoint and run again.
+written are taken together and one COMMIT makes the whole group durable, which saves a
+commit per small batch under load; when a job of a group fails, the group is rolled back and
+its jobs run again one by one, so a failing job is rolled back alone. A job's result is
+delivered only after its transaction has committed. A job that lost a deadlock to another
+writer is run again.
 
 SQLite WAL checkpoints run on a thread of their own: done inside a commit they cost the
 writer more than a small batch's whole write.
@@ -147,40 +148,33 @@ class SerialWriter:
 
     @staticmethod
     def _write_group(connection: Connection, group: list[_Job]) -> list[_Job]:
-        """Write a group in one transaction; returns the jobs to run again."""
-        outcomes: list[tuple[_Job, Any, BaseException | None]] = []
+        """Write a group in one transaction; returns the jobs to run again.
+
+        The jobs run one after another in one transaction, with no savepoints between them
+        (on PostgreSQL each is a round trip). When one fails, the whole transaction is rolled
+        back and each job runs again alone, so a failure stays its own. Failures are rare:
+        input is checked before a job is queued."""
+        if len(group) > 1:
+            try:
+                with connection.begin():
+                    results = [job.fn(connection, *job.args) for job in group]
+            except Exception:  # noqa: S110 - each job runs again alone and reports its own
+                pass
+            else:
+                for job, result in zip(group, results, strict=True):
+                    job.loop.call_soon_threadsafe(_settle, job.future, result, None)
+                return []
         again: list[_Job] = []
-        # A job alone needs no savepoint: its failure rolls back the whole transaction.
-        alone = len(group) == 1
-        try:
-            with connection.begin() as transaction:
-                # Fixed savepoint statements through the driver: SQLAlchemy's nested
-                # transactions cost more than the writes they protect.
-                cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-                for job in group:
-                    if not alone:
-                        cursor.execute("SAVEPOINT job")
-                    try:
-                        result = job.fn(connection, *job.args)
-                    except Exception as exc:
-                        if alone:
-                            transaction.rollback()
-                        else:
-                            cursor.execute("ROLLBACK TO job")
-                            cursor.execute("RELEASE job")
-                        if _retryable(exc) and job.retries < MAX_RETRIES:
-                            job.retries += 1
-                            again.append(job)
-                        else:
-                            outcomes.append((job, None, exc))
-                    else:
-                        if not alone:
-                            cursor.execute("RELEASE job")
-                        outcomes.append((job, result, None))
-        except Exception as exc:
-            log.exception("a write transaction of %d jobs failed to commit", len(group))
-            outcomes = [(job, None, exc) for job in group]
-            again = []
-        for job, result, error in outcomes:
-            job.loop.call_soon_threadsafe(_settle, job.future, result, error)
+        for job in group:
+            try:
+                with connection.begin():
+                    result = job.fn(connection, *job.args)
+            except Exception as exc:
+                if _retryable(exc) and job.retries < MAX_RETRIES:
+                    job.retries += 1
+                    again.append(job)
+                else:
+                    job.loop.call_soon_threadsafe(_settle, job.future, None, exc)
+            else:
+                job.loop.call_soon_threadsafe(_settle, job.future, result, None)
         return again
