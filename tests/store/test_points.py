@@ -8,6 +8,7 @@ at several resolutions, series extremes and the block layout must agree with the
 from __future__ import annotations
 
 import math
+import random
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -196,4 +197,27 @@ def test_a_step_with_more_points_than_a_block_stays_in_one_block(database: Datab
     put = {(5, event): float(event) for event in range(1, BLOCK_POINTS + 40)}
     put.update({(4, 0): -1.0, (6, 0): 99.0})
     _apply(database, model, _change(put, set()))
+    _check(database, model)
+
+
+def test_batches_arriving_out_of_order_still_fill_their_blocks(database: Database) -> None:
+    """Batches of 128 steps arriving shuffled within windows of 16 (workers with requests in
+    flight): late points fill the blocks around them rather than start small blocks."""
+    shuffle = random.Random(7).shuffle
+    starts = list(range(0, 50_000, 128))
+    order: list[int] = []
+    for window in range(0, len(starts), 16):
+        part = starts[window : window + 16]
+        shuffle(part)
+        order += part
+    model: Model = {}
+    for start in order:
+        steps = range(start, min(start + 128, 50_000))
+        _apply(database, model, _change({(step, 0): float(step) for step in steps}, set()))
+    with database.connect() as connection:
+        blocks = connection.exec_driver_sql(
+            f"SELECT count(*) FROM point_blocks WHERE metric_id = {METRIC}"
+        ).scalar_one()
+    fewest = -(-50_000 // BLOCK_POINTS)
+    assert blocks <= 1.5 * fewest
     _check(database, model)

@@ -151,12 +151,15 @@ def _merge(sql: Dialect, metric_id: int, change: SeriesChange, writes: _Writes) 
     put = change.put
     touched = put.steps + [step for step, _ in change.remove]
     lo, hi = min(touched), max(touched)
+    # From the block holding lo (or the one before) to the first block after hi: points
+    # landing in a gap fill their neighbours instead of starting small blocks of their own.
     sql.cursor.execute(
         sql.sql(
             f"SELECT first_step, {_ARRAYS} FROM point_blocks WHERE metric_id = ? "
-            f"AND first_step <= ? AND {_FROM_STEP} ORDER BY first_step"
+            "AND first_step <= coalesce((SELECT min(first_step) FROM point_blocks "
+            f"WHERE metric_id = ? AND first_step > ?), ?) AND {_FROM_STEP} ORDER BY first_step"
         ),
-        [metric_id, hi, metric_id, lo, lo],
+        [metric_id, metric_id, hi, hi, metric_id, lo, lo],
     )
     stored: dict[tuple[int, int], tuple[float, float]] = {}
     first_steps = []
