@@ -338,9 +338,17 @@ class RawPoint:
     event_id: int
 
 
-def _driver_sql(connection: Connection, statement: str) -> str:
-    """Statements are written with ``?`` markers; psycopg takes ``%s``."""
-    return statement if connection.dialect.name == "sqlite" else statement.replace("?", "%s")
+def _fetch_all(connection: Connection, statement: str, params: Sequence[Any]) -> list[Any]:
+    """Rows of a statement written with ``?`` markers, straight from the driver's cursor:
+    a chart reads a row per block, and a result object per row costs more than the row."""
+    driver_connection = connection.connection.driver_connection
+    assert driver_connection is not None
+    cursor = driver_connection.cursor()
+    if connection.dialect.name != "sqlite":
+        statement = statement.replace("?", "%s")
+    cursor.execute(statement, tuple(params))
+    rows: list[Any] = cursor.fetchall()
+    return rows
 
 
 def _block_rows(
@@ -369,7 +377,7 @@ def _block_rows(
         f"SELECT {columns} FROM point_blocks WHERE {' AND '.join(where)} ORDER BY first_step"
         + ("" if limit is None else f" LIMIT {int(limit)}")
     )
-    return list(connection.exec_driver_sql(_driver_sql(connection, statement), tuple(params)))
+    return _fetch_all(connection, statement, params)
 
 
 def _log_ids(connection: Connection, event_ids: Iterable[int]) -> dict[int, str]:
@@ -564,7 +572,7 @@ def _unpack_blocks(
             "SELECT first_step, steps, vals, times FROM point_blocks WHERE metric_id = ? "
             f"AND first_step IN ({', '.join(['?'] * len(part))})"
         )
-        rows = connection.exec_driver_sql(_driver_sql(connection, statement), (metric_id, *part))
+        rows = _fetch_all(connection, statement, [metric_id, *part])
         for first_step, steps, values, times in rows:
             found[first_step] = Columns.unpacked(steps, values, times)
     return found
