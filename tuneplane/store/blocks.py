@@ -86,13 +86,15 @@ BlockRow = tuple[int, int, int, float, float, float, float, float, bytes, bytes,
 
 
 def cut(points: Points) -> Iterator[BlockRow]:
-    """Blocks of at most ``BLOCK_POINTS`` points (more only when one step has more),
-    never splitting a step."""
+    """As few blocks as hold the points, of even sizes up to ``BLOCK_POINTS`` (more only
+    when one step has more), never splitting a step. Even sizes keep points merged into
+    the middle of a series from leaving a small block behind."""
     steps = points.steps
     total = len(steps)
+    size = -(-total // -(-total // BLOCK_POINTS)) if total else BLOCK_POINTS
     start = 0
     while start < total:
-        end = min(start + BLOCK_POINTS, total)
+        end = min(start + size, total)
         while end < total and steps[end] == steps[end - 1]:
             end += 1
         values = points.values[start:end]
