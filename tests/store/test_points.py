@@ -102,17 +102,23 @@ def _check_chart(connection: Connection, model: Model, lo: int, hi: int, max_poi
             (k[0], v, 1) for k, v in inside
         ]
         return
+    # Buckets partition the points of the range in order; each describes its own points
+    # exactly; none starts past its nominal range.
     width = -(-(hi - lo + 1) // max_points)
-    expected: dict[int, list[tuple[tuple[int, int], float]]] = {}
-    for key, value in inside:
-        expected.setdefault((key[0] - lo) // width, []).append((key, value))
-    assert len(chart.buckets) == len(expected) <= max_points
-    for bucket, (_, members) in zip(chart.buckets, sorted(expected.items()), strict=True):
+    assert len(chart.buckets) <= max_points
+    remaining = list(inside)
+    previous_end = lo - 1
+    for bucket in chart.buckets:
+        members, remaining = remaining[: bucket.count], remaining[bucket.count :]
         values = [v for _, v in members]
+        assert bucket.step_min > previous_end
         assert (bucket.step_min, bucket.step_max) == (members[0][0][0], members[-1][0][0])
-        assert bucket.count == len(members)
         assert (bucket.min, bucket.max, bucket.last) == (min(values), max(values), values[-1])
         assert math.isclose(bucket.mean, sum(values) / len(values), rel_tol=1e-9, abs_tol=1e-9)
+        previous_end = bucket.step_max
+    assert remaining == []
+    starts = [(bucket.step_min - lo) // width for bucket in chart.buckets]
+    assert starts == sorted(set(starts))
 
 
 def _check_blocks(connection: Connection) -> None:

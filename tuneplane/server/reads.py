@@ -124,8 +124,8 @@ def read_points(
     Without ``max_points``: original points in step order, ``limit`` per page; pass the
     answer's ``next_cursor`` as ``cursor`` for the next page.
 
-    With ``max_points=N``: at most N buckets over equal step ranges, each with its step
-    range, count, min, max, mean and last value, computed inside the database, so spikes
+    With ``max_points=N``: at most N buckets over about equal step ranges, each with its
+    exact step range, count, min, max, mean and last value, computed in the store, so spikes
     stay visible however long the series. A series that fits is returned one point per
     bucket with ``downsampled: false``.
     """

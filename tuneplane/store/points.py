@@ -510,10 +510,12 @@ def read_chart(
 ) -> Chart:
     """Steps ``lo..hi`` of one series, reduced to at most ``max_points`` buckets.
 
-    Each bucket keeps its step range, count, min, max, mean and last value, so a single-step
-    spike survives any amount of downsampling. Blocks inside one bucket contribute their
-    rollup; only blocks cut by a bucket edge or by the range are unpacked. When every point
-    fits, each point is its own bucket.
+    Buckets cover about equal step ranges, in order and without overlap, and each keeps its
+    exact step range, count, min, max, mean and last value, so a single-step spike survives
+    any amount of downsampling. A block spanning fewer steps than a bucket joins whole the
+    bucket where it starts, through its rollup, so a bucket's range may end up to one block
+    past its nominal end; only wider blocks and those cut by ``lo``/``hi`` are unpacked.
+    When every point fits, each point is its own bucket.
     """
     rollups = [
         row for row in _block_rows(connection, _ROLLUP, metric_id, lo=lo, hi=hi) if row[1] >= lo
@@ -529,10 +531,10 @@ def read_chart(
         every = [arrays[row[0]] for row in rollups]
         return Chart(total, False, [b for block in every for b in _one_point(block, lo, hi)])
     buckets = _Buckets(lo, -(-(hi - lo + 1) // max_points))
+    # A block narrower than a bucket goes whole into the bucket its first step falls in
+    # (that bucket then reaches a little past its nominal end); a wider one is split.
     cut_blocks = [
-        row[0]
-        for row in rollups
-        if row[0] not in arrays and buckets.index(row[0]) != buckets.index(row[1])
+        row[0] for row in rollups if row[0] not in arrays and row[1] - row[0] >= buckets.width
     ]
     arrays.update(_unpack_blocks(connection, metric_id, cut_blocks))
     for first_step, last_step, count, low, high, total_sum, last, last_time in rollups:
