@@ -51,9 +51,10 @@ def test_two_runs_are_overlaid_one_colour_each_with_values_under_the_cursor(page
         f"{PROJECT}/grpo-qwen-7": 300,
         f"{PROJECT}/grpo-qwen-8": 240,
     }
-    # Both runs of a chart come in one read.
-    assert f"/api/v1/projects/{PROJECT}/points/reward" in reads
-    assert not [path for path in reads if path.endswith("/runs/grpo-qwen-7/points/reward")]
+    # Both runs come in one read each: run objects, metric lists, a chart's points.
+    for path in ("/runs", "/metrics", "/points/reward"):
+        assert f"/api/v1/projects/{PROJECT}{path}" in reads
+    assert not [path for path in reads if "/runs/grpo-qwen-7" in path and "stream" not in path]
     legend = page.locator('.chart[data-metric="reward"] .legend')
     expect(legend.locator(".legend-row")).to_have_count(2)
     colours = legend.locator(".swatch").evaluate_all("els => els.map(e => e.style.background)")

@@ -113,6 +113,22 @@ def test_one_metric_of_several_runs_in_one_read(client: TestClient) -> None:
     assert refused.json()["error"]["details"][0]["field"] == "runs"
 
 
+def test_metric_summaries_of_several_runs_in_one_read(client: TestClient) -> None:
+    ingest_series(client, "train/loss", [1.0, 3.0, 2.0], run="a")
+    ingest_series(client, "reward", [5.0], run="b")
+    answer = client.get(f"/api/v1/projects/{PROJECT}/metrics", params={"runs": "b,a"}).json()
+    assert [entry["run"] for entry in answer["runs"]] == ["b", "a"]
+    for entry in answer["runs"]:
+        alone = client.get(run_url(run=entry["run"]) + "/metrics").json()
+        assert entry["metrics"] == alone
+    assert answer["runs"][1]["metrics"][0]["max"] == 3.0
+    unknown = client.get(f"/api/v1/projects/{PROJECT}/metrics", params={"runs": "a,zz"})
+    assert unknown.status_code == 404
+    empty = client.get(f"/api/v1/projects/{PROJECT}/metrics", params={"runs": ","})
+    assert empty.status_code == 422
+    assert empty.json()["error"]["details"][0]["field"] == "runs"
+
+
 def test_several_metrics_of_a_run_in_one_read(client: TestClient) -> None:
     events = [
         log(
@@ -280,6 +296,7 @@ def test_openapi_documents_the_read_api(client: TestClient) -> None:
         "/api/v1/projects/{project}/runs/{run}/points/{metric}",
         "/api/v1/projects/{project}/points/{metric}",
         "/api/v1/projects/{project}/runs/{run}/points",
+        "/api/v1/projects/{project}/metrics",
         "/api/v1/projects/{project}/runs/{run}/alerts",
         "/api/v1/projects/{project}/runs/{run}/export.csv",
     ]:

@@ -67,6 +67,15 @@ class MetricOut(BaseModel):
     last_step: int
 
 
+class RunMetrics(BaseModel):
+    run: str
+    metrics: list[MetricOut]
+
+
+class RunsMetrics(BaseModel):
+    runs: list[RunMetrics]
+
+
 class PointOut(BaseModel):
     step: int
     value: float

@@ -30,6 +30,7 @@ from tuneplane.server.models import (
     ProjectOut,
     RunOut,
     RunsDownsampled,
+    RunsMetrics,
 )
 from tuneplane.server.responses import JSON
 from tuneplane.server.run_json import run_json
@@ -83,6 +84,31 @@ def _metric_json(summary: points.MetricSummary) -> dict[str, object]:
         "first_step": summary.first_step,
         "last_step": summary.last_step,
     }
+
+
+def _run_names(runs: str) -> list[str]:
+    """The distinct run names of a comma-separated ``runs`` parameter, in order."""
+    names = list(dict.fromkeys(name for name in runs.split(",") if name))
+    if not 1 <= len(names) <= CHART_SERIES_MAX:
+        raise InvalidInput((Violation("runs", f"name 1-{CHART_SERIES_MAX} runs, comma-separated"),))
+    return names
+
+
+@router.get("/projects/{project}/metrics", response_model=RunsMetrics)
+def list_metrics_of_runs(
+    request: Request,
+    project: str,
+    runs: Annotated[str, Query(description="run names, comma-separated")],
+) -> Response:
+    """``…/runs/{run}/metrics`` for each named run of the project, in one request (a
+    comparison of many runs). An unknown run is a 404."""
+    answer = []
+    with app_state(request).database.connect() as connection:
+        for name in _run_names(runs):
+            run_row = catalog.get_run(connection, project, name)
+            summaries = points.list_summaries(connection, run_row.id)
+            answer.append({"run": name, "metrics": [_metric_json(s) for s in summaries]})
+    return JSON({"runs": answer})
 
 
 @router.get(RUN + "/metrics", response_model=list[MetricOut])

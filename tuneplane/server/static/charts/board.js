@@ -16,6 +16,13 @@ const TAIL_METRICS = 32;
 
 /** A run on the board: {project, run, key, label, color, t0}. */
 
+/** Runs grouped by project, in order: Map(project -> refs). */
+function byProject(refs) {
+  const groups = new Map();
+  for (const ref of refs) groups.set(ref.project, [...(groups.get(ref.project) ?? []), ref]);
+  return groups;
+}
+
 export class Board {
   constructor(refs, view, { onZoom = () => {}, onMetrics = () => {} } = {}) {
     this.refs = refs;
@@ -41,10 +48,14 @@ export class Board {
 
   /** Fetch every run's metric summaries and lay out the charts. */
   async load() {
+    // The runs of one project in one request, not one each.
     await Promise.all(
-      this.refs.map(async (ref) => {
-        const list = await api.metrics(ref.project, ref.run);
-        this.summaries.set(ref.key, new Map(list.map((m) => [m.metric, m])));
+      [...byProject(this.refs)].map(async ([project, refs]) => {
+        const lists =
+          refs.length === 1
+            ? [await api.metrics(project, refs[0].run)]
+            : (await api.metricsOfRuns(project, refs.map((ref) => ref.run))).runs.map((r) => r.metrics);
+        refs.forEach((ref, i) => this.summaries.set(ref.key, new Map(lists[i].map((m) => [m.metric, m]))));
       }),
     );
     this.render();
@@ -162,10 +173,8 @@ export class Board {
     // for the slowest.
     const early = refs.length > 1 && !this.range ? perFrame(() => slot.loaded || this.drawSlot(slot, false)) : null;
     // The runs of one project come in one request, not one each.
-    const byProject = new Map();
-    for (const ref of refs) byProject.set(ref.project, [...(byProject.get(ref.project) ?? []), ref]);
     await Promise.all(
-      [...byProject.entries()].map(async ([project, group]) => {
+      [...byProject(refs)].map(async ([project, group]) => {
         await (group.length === 1 ? this.loadRun(slot, group[0]) : this.loadRuns(slot, project, group));
         early?.();
       }),

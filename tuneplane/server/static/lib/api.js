@@ -46,6 +46,9 @@ export const projects = () => getJSON("/api/v1/projects");
 export const runs = (project) => getJSON(`${projectPath(project)}/runs`);
 export const run = (project, name) => getJSON(runPath(project, name));
 export const metrics = (project, name) => getJSON(`${runPath(project, name)}/metrics`);
+/** The metric summaries of several runs of a project: {runs: [{run, metrics}]}. */
+export const metricsOfRuns = (project, names) =>
+  getJSON(`${projectPath(project)}/metrics${query({ runs: names.join(",") })}`);
 export const alerts = (project, name, level = null) =>
   getJSON(`${runPath(project, name)}/alerts${query({ level })}`);
 export const invalid = (project, name, metric) =>

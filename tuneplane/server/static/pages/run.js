@@ -43,8 +43,23 @@ export function comparePage() {
   return chartsPage(wanted, { single: false });
 }
 
+/** Each wanted run's object, or a 404 error for one that does not exist. */
+async function findRuns(wanted) {
+  const projects = new Set(wanted.map((ref) => ref.project));
+  if (wanted.length === 1 || projects.size > 1) {
+    return Promise.allSettled(wanted.map((ref) => api.run(ref.project, ref.run)));
+  }
+  // Several runs of one project: its run list, in one request.
+  const listed = new Map((await api.runs(wanted[0].project)).map((run) => [run.run, run]));
+  return wanted.map((ref) =>
+    listed.has(ref.run)
+      ? { status: "fulfilled", value: listed.get(ref.run) }
+      : { status: "rejected", reason: new api.ApiError(404, `run ${ref.run} not found`) },
+  );
+}
+
 async function chartsPage(wanted, { single }) {
-  const answers = await Promise.allSettled(wanted.map((ref) => api.run(ref.project, ref.run)));
+  const answers = await findRuns(wanted);
   const missing = wanted.filter((_, i) => answers[i].status === "rejected");
   const failed = answers.find((a) => a.status === "rejected" && a.reason.status !== 404);
   if (failed) throw failed.reason;
