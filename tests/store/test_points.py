@@ -32,6 +32,7 @@ METRIC = 7
 def _clear(database: Database) -> None:
     def clear(connection: Connection) -> None:
         connection.exec_driver_sql("DELETE FROM point_blocks")
+        connection.exec_driver_sql("DELETE FROM point_block_data")
 
     database.run_write(clear)
 
@@ -125,9 +126,17 @@ def _check_blocks(connection: Connection) -> None:
     """Blocks cover disjoint step ranges in order, never split a step, and their rollups
     describe their contents."""
     rows = connection.exec_driver_sql(
-        "SELECT first_step, last_step, count, min_value, max_value, sum_value, last_value, "
-        f"steps, events, vals FROM point_blocks WHERE metric_id = {METRIC} ORDER BY first_step"
+        "SELECT b.first_step, last_step, count, min_value, max_value, sum_value, last_value, "
+        "steps, events, vals FROM point_blocks b JOIN point_block_data d "
+        "ON d.metric_id = b.metric_id AND d.first_step = b.first_step "
+        f"WHERE b.metric_id = {METRIC} ORDER BY b.first_step"
     ).all()
+    # Every block has its rollup row and its data row, and nothing else is left over.
+    for table in ("point_blocks", "point_block_data"):
+        stored = connection.exec_driver_sql(
+            f"SELECT count(*) FROM {table} WHERE metric_id = {METRIC}"
+        ).scalar_one()
+        assert stored == len(rows), table
     previous_last = None
     for first, last, count, low, high, total, last_value, steps, events, vals in rows:
         block_steps = unpack("q", steps).tolist()

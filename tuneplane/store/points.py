@@ -26,15 +26,23 @@ from tuneplane.store.sql import Dialect, chunks, flat
 NewEvent = tuple[int, int, Mapping[str, float]]
 _Summary = tuple[int, str, int, float, float, int, int, float]
 
+# A block is a row of rollups in point_blocks and a row of packed arrays in
+# point_block_data, both keyed by (metric_id, first_step): a chart scans the narrow rollup
+# rows, many to a page, and reads arrays only where it must.
 _ARRAYS = "steps, events, vals, times"
-_INSERT_BLOCK = (
+_INSERT_ROLLUP = (
     "INSERT INTO point_blocks (metric_id, first_step, last_step, count, min_value, "
-    f"max_value, sum_value, last_value, last_time, {_ARRAYS}) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "max_value, sum_value, last_value, last_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_UPDATE_BLOCK = (
+_INSERT_DATA = (
+    f"INSERT INTO point_block_data (metric_id, first_step, {_ARRAYS}) VALUES (?, ?, ?, ?, ?, ?)"
+)
+_UPDATE_ROLLUP = (
     "UPDATE point_blocks SET last_step = ?, count = ?, min_value = ?, max_value = ?, "
-    "sum_value = ?, last_value = ?, last_time = ?, steps = ?, events = ?, vals = ?, times = ? "
+    "sum_value = ?, last_value = ?, last_time = ? WHERE metric_id = ? AND first_step = ?"
+)
+_UPDATE_DATA = (
+    "UPDATE point_block_data SET steps = ?, events = ?, vals = ?, times = ? "
     "WHERE metric_id = ? AND first_step = ?"
 )
 # The block holding ``step`` or the last one before it: where a range of steps starts.
@@ -80,19 +88,30 @@ class _Writes:
         new blocks."""
         rows = list(cut(points))
         assert rows[0][0] == first_step
-        self.updates.append((*rows[0][1:], metric_id, first_step))
+        self.updates.append((metric_id, *rows[0]))
         self.inserts += [(metric_id, *row) for row in rows[1:]]
 
     def execute(self, sql: Dialect) -> None:
+        cursor = sql.cursor
         if self.deletes:
-            sql.cursor.executemany(
-                sql.sql("DELETE FROM point_blocks WHERE metric_id = ? AND first_step = ?"),
-                self.deletes,
-            )
+            for table in ("point_blocks", "point_block_data"):
+                cursor.executemany(
+                    sql.sql(f"DELETE FROM {table} WHERE metric_id = ? AND first_step = ?"),
+                    self.deletes,
+                )
+        # Rows are (metric_id, first_step, 7 rollup values, 4 arrays).
         if self.updates:
-            sql.cursor.executemany(sql.sql(_UPDATE_BLOCK), self.updates)
+            cursor.executemany(
+                sql.sql(_UPDATE_ROLLUP), [(*row[2:9], row[0], row[1]) for row in self.updates]
+            )
+            cursor.executemany(
+                sql.sql(_UPDATE_DATA), [(*row[9:], row[0], row[1]) for row in self.updates]
+            )
         if self.inserts:
-            sql.cursor.executemany(sql.sql(_INSERT_BLOCK), self.inserts)
+            cursor.executemany(sql.sql(_INSERT_ROLLUP), [row[:9] for row in self.inserts])
+            cursor.executemany(
+                sql.sql(_INSERT_DATA), [(row[0], row[1], *row[9:]) for row in self.inserts]
+            )
 
 
 def apply_changes(sql: Dialect, changes: Mapping[int, SeriesChange]) -> dict[int, SeriesEffect]:
@@ -127,13 +146,15 @@ class _Tail:
 
 def _tails(sql: Dialect, metric_ids: Sequence[int]) -> dict[int, _Tail]:
     """The last block of each series, unpacked only when it has room for more points."""
-    room = f"count < {BLOCK_POINTS}"
+    room = f"b.count < {BLOCK_POINTS}"
     arrays = ", ".join(
-        f"CASE WHEN {room} THEN {column} END" for column in ("steps", "events", "vals", "times")
+        f"CASE WHEN {room} THEN d.{column} END" for column in ("steps", "events", "vals", "times")
     )
     one = (
-        f"SELECT * FROM (SELECT metric_id, first_step, last_step, {arrays} FROM point_blocks "
-        "WHERE metric_id = ? ORDER BY first_step DESC LIMIT 1) AS t"
+        "SELECT * FROM (SELECT b.metric_id, b.first_step, b.last_step, "
+        f"{arrays} FROM point_blocks b JOIN point_block_data d "
+        "ON d.metric_id = b.metric_id AND d.first_step = b.first_step "
+        "WHERE b.metric_id = ? ORDER BY b.first_step DESC LIMIT 1) AS t"
     )
     found: dict[int, _Tail] = {}
     # SQLite allows 500 terms in a compound SELECT.
@@ -155,7 +176,7 @@ def _merge(sql: Dialect, metric_id: int, change: SeriesChange, writes: _Writes) 
     # landing in a gap fill their neighbours instead of starting small blocks of their own.
     sql.cursor.execute(
         sql.sql(
-            f"SELECT first_step, {_ARRAYS} FROM point_blocks WHERE metric_id = ? "
+            f"SELECT first_step, {_ARRAYS} FROM point_block_data WHERE metric_id = ? "
             "AND first_step <= coalesce((SELECT min(first_step) FROM point_blocks "
             f"WHERE metric_id = ? AND first_step > ?), ?) AND {_FROM_STEP} ORDER BY first_step"
         ),
@@ -356,13 +377,15 @@ def _block_rows(
     columns: str,
     metric_id: int,
     *,
+    table: str = "point_blocks",
     lo: int,
     hi: int | None = None,
     after_block: int | None = None,
     limit: int | None = None,
 ) -> list[Any]:
     """Blocks of a series that may hold steps from ``lo`` (up to ``hi``), in order; with
-    ``after_block``, the blocks after the one starting there."""
+    ``after_block``, the blocks after the one starting there. Rollups are in point_blocks,
+    arrays in point_block_data."""
     where, params = ["metric_id = ?"], [metric_id]
     if after_block is None:
         where.append(_FROM_STEP)
@@ -373,9 +396,8 @@ def _block_rows(
     if hi is not None:
         where.append("first_step <= ?")
         params.append(hi)
-    statement = (
-        f"SELECT {columns} FROM point_blocks WHERE {' AND '.join(where)} ORDER BY first_step"
-        + ("" if limit is None else f" LIMIT {int(limit)}")
+    statement = f"SELECT {columns} FROM {table} WHERE {' AND '.join(where)} ORDER BY first_step" + (
+        "" if limit is None else f" LIMIT {int(limit)}"
     )
     return _fetch_all(connection, statement, params)
 
@@ -409,6 +431,7 @@ def read_page(
             connection,
             f"first_step, {_ARRAYS}",
             metric_id,
+            table="point_block_data",
             lo=lo,
             hi=end,
             after_block=last_block,
@@ -571,7 +594,7 @@ def _unpack_blocks(
     for start in range(0, len(first_steps), 500):
         part = first_steps[start : start + 500]
         statement = (
-            "SELECT first_step, steps, vals, times FROM point_blocks WHERE metric_id = ? "
+            "SELECT first_step, steps, vals, times FROM point_block_data WHERE metric_id = ? "
             f"AND first_step IN ({', '.join(['?'] * len(part))})"
         )
         rows = _fetch_all(connection, statement, [metric_id, *part])
@@ -610,7 +633,13 @@ def iter_export_rows(
     for metric_id, name in series:
         last_block: int | None = None
         while rows := _block_rows(
-            connection, f"first_step, {_ARRAYS}", metric_id, lo=0, after_block=last_block, limit=16
+            connection,
+            f"first_step, {_ARRAYS}",
+            metric_id,
+            table="point_block_data",
+            lo=0,
+            after_block=last_block,
+            limit=16,
         ):
             for first_step, *arrays in rows:
                 last_block = first_step

@@ -76,9 +76,9 @@ events = Table(
     UniqueConstraint("run_id", "log_id", name="uq_events_run_log"),
 )
 
-# A series' points in blocks (store/blocks.py): the rollup columns come first, so reading
-# them leaves the packed arrays (SQLite overflow pages) untouched. No foreign key: only
-# store/points.py writes here, with ids it has just read from metrics.
+# A series' points in blocks (store/blocks.py): the rollups of each block here, dense so a
+# chart scans many to a page, and its packed arrays in point_block_data under the same key.
+# No foreign keys: only store/points.py writes here, with ids it has just read from metrics.
 point_blocks = Table(
     "point_blocks",
     metadata,
@@ -91,6 +91,14 @@ point_blocks = Table(
     Column("sum_value", Float, nullable=False),
     Column("last_value", Float, nullable=False),
     Column("last_time", Float, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+point_block_data = Table(
+    "point_block_data",
+    metadata,
+    Column("metric_id", Integer, primary_key=True),
+    Column("first_step", BigInteger, primary_key=True),
     Column("steps", LargeBinary, nullable=False),
     Column("events", LargeBinary, nullable=False),
     Column("vals", LargeBinary, nullable=False),

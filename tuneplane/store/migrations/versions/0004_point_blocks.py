@@ -1,5 +1,5 @@
-"""Points move into per-series blocks with rollups (``point_blocks``); the row-per-point
-table is converted and dropped.
+"""Points move into per-series blocks: rollups in ``point_blocks``, packed arrays in
+``point_block_data``; the row-per-point table is converted and dropped.
 
 Revision ID: 0004
 Revises: 0003
@@ -29,7 +29,9 @@ def _pack(typecode: str, items: list[Any]) -> bytes:
     return packed.tobytes()
 
 
-def _blocks(rows: list[tuple[int, int, float, float]]) -> Iterator[dict[str, Any]]:
+def _blocks(
+    rows: list[tuple[int, int, float, float]],
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     start = 0
     while start < len(rows):
         end = min(start + _BLOCK_POINTS, len(rows))
@@ -37,7 +39,7 @@ def _blocks(rows: list[tuple[int, int, float, float]]) -> Iterator[dict[str, Any
             end += 1
         part = rows[start:end]
         values = [row[2] for row in part]
-        yield {
+        rollup = {
             "first_step": part[0][0],
             "last_step": part[-1][0],
             "count": len(part),
@@ -46,11 +48,15 @@ def _blocks(rows: list[tuple[int, int, float, float]]) -> Iterator[dict[str, Any
             "sum_value": sum(values),
             "last_value": values[-1],
             "last_time": part[-1][3],
+        }
+        data = {
+            "first_step": part[0][0],
             "steps": _pack("q", [row[0] for row in part]),
             "events": _pack("q", [row[1] for row in part]),
             "vals": _pack("d", values),
             "times": _pack("d", [row[3] for row in part]),
         }
+        yield rollup, data
         start = end
 
 
@@ -66,6 +72,12 @@ def upgrade() -> None:
         sa.Column("sum_value", sa.Float(), nullable=False),
         sa.Column("last_value", sa.Float(), nullable=False),
         sa.Column("last_time", sa.Float(), nullable=False),
+        sqlite_with_rowid=False,
+    )
+    block_data = op.create_table(
+        "point_block_data",
+        sa.Column("metric_id", sa.Integer(), primary_key=True),
+        sa.Column("first_step", sa.BigInteger(), primary_key=True),
         sa.Column("steps", sa.LargeBinary(), nullable=False),
         sa.Column("events", sa.LargeBinary(), nullable=False),
         sa.Column("vals", sa.LargeBinary(), nullable=False),
@@ -76,7 +88,7 @@ def upgrade() -> None:
         # Packed numbers hardly compress, and compressing them again on every append costs
         # PostgreSQL more CPU than the rest of the write: store them out of line, as they are.
         for column in ("steps", "events", "vals", "times"):
-            op.execute(f"ALTER TABLE point_blocks ALTER COLUMN {column} SET STORAGE EXTERNAL")
+            op.execute(f"ALTER TABLE point_block_data ALTER COLUMN {column} SET STORAGE EXTERNAL")
     points = sa.table(
         "points",
         sa.column("metric_id", sa.Integer()),
@@ -92,9 +104,14 @@ def upgrade() -> None:
             .where(points.c.metric_id == metric_id)
             .order_by(points.c.step, points.c.event_id)
         ).all()
-        converted = [{"metric_id": metric_id, **block} for block in _blocks(list(rows))]
+        converted = list(_blocks(list(rows)))
         if converted:
-            connection.execute(blocks.insert(), converted)
+            connection.execute(
+                blocks.insert(), [{"metric_id": metric_id, **rollup} for rollup, _ in converted]
+            )
+            connection.execute(
+                block_data.insert(), [{"metric_id": metric_id, **data} for _, data in converted]
+            )
     op.drop_table("points")
 
 
@@ -118,7 +135,7 @@ def downgrade() -> None:
     )
     connection = op.get_bind()
     blocks = connection.exec_driver_sql(
-        "SELECT metric_id, steps, events, vals, times FROM point_blocks"
+        "SELECT metric_id, steps, events, vals, times FROM point_block_data"
     ).all()
     for metric_id, steps, events, values, times in blocks:
         rows = zip(
@@ -135,4 +152,5 @@ def downgrade() -> None:
                 for s, e, v, t in rows
             ],
         )
+    op.drop_table("point_block_data")
     op.drop_table("point_blocks")
