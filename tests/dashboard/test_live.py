@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlparse
 
+import httpx
 from playwright.sync_api import Page, Request, Route, expect
 
 from tests.dashboard.conftest import Watched
-from tests.dashboard.pages import chart_order, open_ready, wait_points
-from tests.dashboard.seed import PROJECT, Seeded, post_ingest
+from tests.dashboard.pages import chart_order, charts, open_ready, wait_points
+from tests.dashboard.seed import PROJECT, SDK_PROJECT, Seeded, post_ingest
 from tests.helpers import alert, log
 
 
@@ -72,3 +73,25 @@ def test_a_refused_stream_is_retried(page: Page, seeded: Seeded, watched: Watche
     wait_points(page, "reward", f"{PROJECT}/retry-run", 6)
     assert len(refused) == 1
     watched.errors[:] = [e for e in watched.errors if "status of 503" not in e]
+
+
+def test_a_corrected_step_shows_without_a_reload(page: Page, seeded: Seeded) -> None:
+    """An SDK step reported again replaces its value: the chart loads that series again."""
+    key = {"Authorization": f"Bearer {seeded.admin_key}"}
+    runs = f"{seeded.base}/api/v1/projects/{SDK_PROJECT}/runs"
+    assert httpx.post(runs, json={"run": "corrected-run"}, headers=key).status_code == 201
+    attempt = httpx.post(f"{runs}/corrected-run/attempts", json={}, headers=key).json()
+    token = {"Authorization": f"Bearer {attempt['token']}"}
+
+    def report(steps: list[int], values: list[float]) -> None:
+        body = {"series": [{"name": "train/loss", "steps": steps, "values": values}]}
+        answer = httpx.post(f"{seeded.base}/api/v1/ingest/scalars", json=body, headers=token)
+        assert answer.status_code == 200, answer.text
+
+    report(list(range(10)), [1.0] * 10)
+    open_ready(page, f"/projects/{SDK_PROJECT}/runs/corrected-run")
+    expect(page.locator(".live-line .live-state")).to_have_text("live")
+    assert charts(page)["train/loss"]["y"][1] < 2
+    report([5], [50.0])  # no new point: only a correction
+    page.wait_for_function("() => window.__tuneplane?.charts['train/loss']?.y[1] > 49")
+    assert charts(page)["train/loss"]["runs"] == {f"{SDK_PROJECT}/corrected-run": 10}

@@ -179,6 +179,7 @@ def test_scalars_are_stored_and_readable(api: TestClient) -> None:
         "metric": None,
         "count": 3,
         "invalid_count": 0,
+        "corrected": 0,
         "min": 0.5,
         "max": 0.7,
         "last": 0.5,
@@ -199,10 +200,14 @@ def test_a_reported_step_is_a_correction_that_repairs_the_extrema(api: TestClien
     assert answer.json() == {"points": {"new": 0, "corrected": 2}, "invalid": 0}
     state = summary(api, "m")
     assert (state["count"], state["min"], state["max"], state["last"]) == (4, 1.0, 5.0, 3.0)
-    # Replace the maximum too.
+    assert state["corrected"] == 2
+    # Replace the maximum too; a value that turns out NaN is removed: both are corrections.
     scalars(api, token, {"series": [{"name": "m", "steps": [1], "values": [0]}]})
+    scalars(api, token, {"series": [], "invalid": [{"name": "m", "steps": [3], "kinds": ["nan"]}]})
     state = summary(api, "m")
-    assert (state["min"], state["max"]) == (0.0, 3.0)
+    assert (state["min"], state["max"], state["count"], state["corrected"]) == (0.0, 3.0, 3, 4)
+    scalars(api, token, {"series": [{"name": "m", "steps": [3], "values": [2]}]})
+    assert summary(api, "m")["corrected"] == 4  # a new value where there was none
     assert api.get(RUN).json()["point_count"] == 4
     values = [p["value"] for p in api.get(RUN + "/points/m").json()["points"]]
     assert values == [0.0, 1.0, 2.0, 3.0]

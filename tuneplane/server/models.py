@@ -60,6 +60,7 @@ class MetricOut(BaseModel):
     metric: str
     count: int
     invalid_count: int
+    corrected: int
     min: float | None
     max: float | None
     last: float | None

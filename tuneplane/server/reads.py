@@ -78,6 +78,7 @@ def _metric_json(summary: points.MetricSummary) -> dict[str, object]:
         "metric": summary.name,
         "count": summary.count,
         "invalid_count": summary.invalid_count,
+        "corrected": summary.corrected,
         "min": summary.min_value,
         "max": summary.max_value,
         "last": summary.last_value,

@@ -320,6 +320,7 @@ class MetricSummary:
     name: str
     count: int
     invalid_count: int
+    corrected: int
     min_value: float | None
     max_value: float | None
     last_value: float | None
@@ -332,6 +333,7 @@ _SUMMARY_COLUMNS = (
     metrics.c.name,
     metrics.c.count,
     metrics.c.invalid_count,
+    metrics.c.corrected,
     metrics.c.min_value,
     metrics.c.max_value,
     metrics.c.last_value,
@@ -342,12 +344,12 @@ _SUMMARY_COLUMNS = (
 
 def list_summaries(connection: Connection, run_id: int) -> list[MetricSummary]:
     query = select(*_SUMMARY_COLUMNS).where(metrics.c.run_id == run_id).order_by(metrics.c.name)
-    return [MetricSummary(*row) for row in connection.execute(query)]
+    return [MetricSummary(*tuple(row)) for row in connection.execute(query)]
 
 
 def get_summary(connection: Connection, metric_id: int) -> MetricSummary:
     row = connection.execute(select(*_SUMMARY_COLUMNS).where(metrics.c.id == metric_id)).one()
-    return MetricSummary(*row)
+    return MetricSummary(*tuple(row))
 
 
 @dataclass(frozen=True, slots=True)

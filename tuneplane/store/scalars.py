@@ -219,7 +219,8 @@ def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> Sc
     cursor.executemany(
         sql.sql(
             "UPDATE metrics SET count = ?, invalid_count = ?, min_value = ?, max_value = ?, "
-            "last_value = ?, first_step = ?, last_step = ? WHERE id = ?"
+            "last_value = ?, first_step = ?, last_step = ?, corrected = corrected + ? "
+            "WHERE id = ?"
         ),
         [
             (
@@ -230,6 +231,7 @@ def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> Sc
                 s.last_value,
                 s.first_step,
                 s.last_step,
+                len(effects[s.id].replaced) + len(effects[s.id].removed),
                 s.id,
             )
             for s in series.values()

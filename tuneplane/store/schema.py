@@ -56,6 +56,8 @@ metrics = Table(
     Column("name", String(128), nullable=False),
     Column("count", BigInteger, nullable=False),
     Column("invalid_count", BigInteger, nullable=False, server_default="0"),
+    # Points replaced or removed by SDK corrections: a live view that sees it move reloads.
+    Column("corrected", BigInteger, nullable=False, server_default="0"),
     Column("min_value", Float, nullable=True),
     Column("max_value", Float, nullable=True),
     Column("last_value", Float, nullable=True),

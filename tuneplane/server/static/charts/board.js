@@ -191,7 +191,7 @@ export class Board {
       api.points(ref.project, ref.run, slot.metric, { maxPoints: this.buckets(slot) }),
       summary.invalid_count ? api.invalid(ref.project, ref.run, slot.metric) : [],
     ]);
-    slot.full.set(ref.key, { series: Series.from(body), invalid });
+    slot.full.set(ref.key, { series: Series.from(body), invalid, corrected: summary.corrected });
   }
 
   /** The whole series of several runs of one project, in one request. */
@@ -214,7 +214,9 @@ export class Board {
     const byRun = new Map(body.runs.map((entry) => [entry.run, entry]));
     refs.forEach((ref, index) => {
       const entry = byRun.get(ref.run);
-      if (entry) slot.full.set(ref.key, { series: Series.from(entry), invalid: invalids[index] });
+      if (!entry) return;
+      const { corrected } = this.summaries.get(ref.key).get(slot.metric);
+      slot.full.set(ref.key, { series: Series.from(entry), invalid: invalids[index], corrected });
     });
   }
 
@@ -340,7 +342,8 @@ export class Board {
         const summary = now.get(slot.metric);
         if (!slot.loaded || !summary) return;
         const held = slot.full.get(ref.key);
-        if (!held) {
+        // Not held yet, or points replaced or removed (SDK corrections): load it again.
+        if (!held || held.corrected !== summary.corrected) {
           await this.loadRun(slot, ref);
           changed.push(slot);
           return;

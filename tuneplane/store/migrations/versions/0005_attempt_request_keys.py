@@ -1,4 +1,5 @@
-"""Starting an attempt is idempotent under the caller's ``Idempotency-Key``.
+"""Starting an attempt is idempotent under the caller's ``Idempotency-Key``; each series
+counts the points it had corrected or removed (live views reload a series when it moves).
 
 Revision ID: 0005
 Revises: 0004
@@ -17,9 +18,15 @@ def upgrade() -> None:
     with op.batch_alter_table("attempts") as batch:
         batch.add_column(sa.Column("request_key", sa.String(128), nullable=True))
         batch.create_unique_constraint("uq_attempts_run_request_key", ["run_id", "request_key"])
+    with op.batch_alter_table("metrics") as batch:
+        batch.add_column(
+            sa.Column("corrected", sa.BigInteger(), nullable=False, server_default="0")
+        )
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("metrics") as batch:
+        batch.drop_column("corrected")
     with op.batch_alter_table("attempts") as batch:
         batch.drop_constraint("uq_attempts_run_request_key", type_="unique")
         batch.drop_column("request_key")
