@@ -133,7 +133,7 @@ def _parse_cursor(cursor: str | None) -> tuple[int, int] | None:
 @router.get(
     RUN + "/points/{metric:path}",
     response_model=PointPage | Downsampled,
-    summary="Points of one metric: raw pages, or downsampled in SQL with max_points",
+    summary="Points of one metric: raw pages, or downsampled to max_points buckets",
 )
 def read_points(
     request: Request,
@@ -218,7 +218,7 @@ def _chart_json(
 @router.get(
     RUN + "/points",
     response_model=MetricsDownsampled,
-    summary="Several metrics of one run, each downsampled in SQL with max_points",
+    summary="Several metrics of one run, each downsampled to max_points buckets",
 )
 def read_points_of_metrics(
     request: Request,
@@ -251,7 +251,7 @@ def read_points_of_metrics(
 @router.get(
     "/projects/{project}/points/{metric:path}",
     response_model=RunsDownsampled,
-    summary="One metric of several runs, each downsampled in SQL with max_points",
+    summary="One metric of several runs, each downsampled to max_points buckets",
 )
 def read_points_of_runs(
     request: Request,
