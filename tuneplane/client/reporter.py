@@ -36,6 +36,7 @@ import httpx
 from tuneplane.client.errors import DeliveryFailed, InvalidObservation, NotConfigured
 from tuneplane.client.events import EventIds, ObservationsSent, histogram, prepare
 from tuneplane.client.health import Health
+from tuneplane.client.pipeline import Pipeline
 from tuneplane.client.queue import EventQueue, PointQueue
 from tuneplane.client.sender import OBSERVATIONS_PATH, Sender
 from tuneplane.client.settings import (
@@ -128,6 +129,10 @@ class Reporter:
         self._events = EventQueue(event_queue_capacity, OBSERVATION_BATCH_MAX, self._wake)
         self._ids = EventIds(attempt)
         self._transport = Transport(self.endpoint, token, timeout=timeout, transport=transport)
+        # Scalar batches overlap with their building where the server is reached directly.
+        self._pipeline = (
+            Pipeline.for_server(self.endpoint, token, timeout) if transport is None else None
+        )
         self._batch_points = batch_points
         self._flush_interval = flush_interval
         self._heartbeat_interval = heartbeat_interval
@@ -239,6 +244,7 @@ class Reporter:
                 self._queue,
                 self._events,
                 self._transport,
+                pipeline=self._pipeline,
                 wake=self._wake,
                 batch_points=self._batch_points,
                 flush_interval=self._flush_interval,
@@ -487,6 +493,8 @@ class Reporter:
                 self._events.drain_as_dropped(OUT_OF_TIME, abandon=True)
                 return self.health()
         self._transport.close()
+        if self._pipeline is not None:
+            self._pipeline.close()
         return self.health()
 
     def _close_at_exit(self) -> None:

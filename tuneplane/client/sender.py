@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from tuneplane.client.batches import Batch, BatchBuilder
+from tuneplane.client.pipeline import Pipeline
 from tuneplane.client.queue import EventQueue, Ledger, PointQueue, Taken
 from tuneplane.client.transport import NO_RETRY, OUT_OF_TIME, RetryPolicy, Transport
 from tuneplane.contract.limits import OBSERVATION_BATCH_MAX
@@ -44,6 +45,7 @@ class Sender(threading.Thread):
         events: EventQueue,
         transport: Transport,
         *,
+        pipeline: Pipeline | None = None,
         wake: threading.Event,
         batch_points: int,
         flush_interval: float,
@@ -54,10 +56,12 @@ class Sender(threading.Thread):
         self._queue = queue
         self._events = events
         self._transport = transport
+        self._pipeline = pipeline
         self._wake = wake
         self._interrupt = threading.Event()
         self._batch_points = batch_points
         self._builder = BatchBuilder(batch_points)
+        self._in_flight: Batch | None = None
         self._flush_interval = flush_interval
         self._heartbeat_interval = heartbeat_interval
         self._retry = retry
@@ -103,6 +107,9 @@ class Sender(threading.Thread):
                 self._queue.drain_as_dropped(INTERNAL_ERROR)
                 self._events.drain_as_dropped(INTERNAL_ERROR)
                 self._builder = BatchBuilder(self._batch_points)
+                self._in_flight = None
+                if self._pipeline is not None:
+                    self._pipeline.close()
                 if stopping:
                     return
 
@@ -111,16 +118,44 @@ class Sender(threading.Thread):
         since_pause = 0
         for step, metrics in zip(*taken, strict=True):
             for batch in builder.add(step, metrics):
-                self._send(batch)
+                self._send_while_building(batch)
                 self._settle_drops()
             since_pause += len(metrics)
             if since_pause >= _POINTS_PER_SLICE:
                 since_pause = 0
                 time.sleep(_SLICE_PAUSE)
+        self._finish_in_flight()
         last = builder.finish()
         if last is not None:
             self._send(last)
         self._settle_drops()
+
+    def _send_while_building(self, batch: Batch) -> None:
+        """Send a full batch through the pipeline, whose answer is read when the next batch
+        is full (or the queue is drained); without a pipeline, send it now."""
+        self._finish_in_flight()
+        pipeline = self._pipeline
+        deadline = self._deadline
+        if pipeline is None or (deadline is not None and time.monotonic() >= deadline):
+            self._send(batch)
+        elif pipeline.begin(SCALARS_PATH, batch.body):
+            self._in_flight = batch
+        else:
+            self._queue.count_failed_send()
+            self._send(batch)
+
+    def _finish_in_flight(self) -> None:
+        batch, self._in_flight = self._in_flight, None
+        if batch is None:
+            return
+        assert self._pipeline is not None
+        if self._pipeline.finish():
+            self._last_failure = None
+            self._queue.settle(sent=batch.settles, invalid=batch.invalid)
+        else:
+            # The answer was lost or refused: again, through the retrying transport.
+            self._queue.count_failed_send()
+            self._send(batch)
 
     def _settle_drops(self) -> None:
         dropped = self._builder.take_dropped()
