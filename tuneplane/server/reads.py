@@ -215,6 +215,28 @@ def _chart_json(
     }
 
 
+def _charts(
+    connection: Connection,
+    label: str,
+    series: list[tuple[str, int | None]],
+    start: int | None,
+    end: int | None,
+    max_points: int,
+) -> tuple[list[dict[str, object]], list[str]]:
+    """The reduction of each named series (``{label: name, …}``), and the names that have
+    no such series."""
+    found: list[dict[str, object]] = []
+    missing: list[str] = []
+    for name, metric_id in series:
+        if metric_id is None:
+            missing.append(name)
+        else:
+            found.append(
+                {label: name, **_chart_json(connection, metric_id, start, end, max_points)}
+            )
+    return found, missing
+
+
 @router.get(
     RUN + "/points",
     response_model=MetricsDownsampled,
@@ -235,16 +257,10 @@ def read_points_of_metrics(
     names = list(dict.fromkeys(metric))
     if len(names) > CHART_SERIES_MAX:
         raise InvalidInput((Violation("metric", f"name at most {CHART_SERIES_MAX} metrics"),))
-    found, missing = [], []
     with app_state(request).database.connect() as connection:
-        run_row = catalog.get_run(connection, project, run)
-        for name in names:
-            metric_id = catalog.find_metric_id(connection, run_row.id, name)
-            if metric_id is None:
-                missing.append(name)
-            else:
-                chart = _chart_json(connection, metric_id, start, end, max_points)
-                found.append({"metric": name, **chart})
+        run_id = catalog.get_run(connection, project, run).id
+        series = [(name, catalog.find_metric_id(connection, run_id, name)) for name in names]
+        found, missing = _charts(connection, "metric", series, start, end, max_points)
     return JSON({"run": run, "metrics": found, "missing": missing})
 
 
@@ -265,19 +281,17 @@ def read_points_of_runs(
     """What ``…/runs/{run}/points/{metric}?max_points=N`` answers, for each named run in
     one request (a comparison of many runs). Runs without the metric are listed under
     ``missing``; an unknown run is a 404."""
-    names = list(dict.fromkeys(name for name in runs.split(",") if name))
-    if not 1 <= len(names) <= CHART_SERIES_MAX:
-        raise InvalidInput((Violation("runs", f"name 1-{CHART_SERIES_MAX} runs, comma-separated"),))
-    found, missing = [], []
     with app_state(request).database.connect() as connection:
-        for name in names:
-            run_row = catalog.get_run(connection, project, name)
-            metric_id = catalog.find_metric_id(connection, run_row.id, metric)
-            if metric_id is None:
-                missing.append(name)
-            else:
-                chart = _chart_json(connection, metric_id, start, end, max_points)
-                found.append({"run": name, **chart})
+        series = [
+            (
+                name,
+                catalog.find_metric_id(
+                    connection, catalog.get_run(connection, project, name).id, metric
+                ),
+            )
+            for name in _run_names(runs)
+        ]
+        found, missing = _charts(connection, "run", series, start, end, max_points)
     return JSON({"metric": metric, "runs": found, "missing": missing})
 
 

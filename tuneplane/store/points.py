@@ -1,12 +1,12 @@
 """The point store: every scalar point of a run and its series summary.
 
-Points live in per-series blocks (see ``blocks``): a block row carries its rollup ahead of
-its packed arrays, so a chart over millions of points reads one small row per block and
-unpacks only the blocks cut by a bucket edge. Appending to a series rewrites its last block
-only; a point landing inside stored steps (an SDK correction, a late Arena event) rewrites
-the blocks it falls into. Routes only call this module, so the layout can change again
-without touching them. Summaries (count, min, max, last, first/last step) are kept in
-``metrics`` as points are written.
+Points live in per-series blocks (see ``blocks``): each block's rollup is a narrow row of
+``point_blocks`` and its packed arrays a row of ``point_block_data``, so a chart over
+millions of points scans one small row per block and unpacks only the blocks it must.
+Appending to a series rewrites its last block only; a point landing inside stored steps (an
+SDK correction, a late Arena event) rewrites the blocks around it. Routes only call this
+module, so the layout can change again without touching them. Summaries (count, min, max,
+last, first/last step) are kept in ``metrics`` as points are written.
 """
 
 from __future__ import annotations
@@ -362,15 +362,11 @@ class RawPoint:
 
 
 def _fetch_all(connection: Connection, statement: str, params: Sequence[Any]) -> list[Any]:
-    """Rows of a statement written with ``?`` markers, straight from the driver's cursor:
-    a chart reads a row per block, and a result object per row costs more than the row."""
-    driver_connection = connection.connection.driver_connection
-    assert driver_connection is not None
-    cursor = driver_connection.cursor()
-    if connection.dialect.name != "sqlite":
-        statement = statement.replace("?", "%s")
-    cursor.execute(statement, tuple(params))
-    rows: list[Any] = cursor.fetchall()
+    """Rows straight from the driver's cursor: a chart reads a row per block, and a result
+    object per row costs more than the row."""
+    sql = Dialect(connection)
+    sql.cursor.execute(sql.sql(statement), tuple(params))
+    rows: list[Any] = sql.cursor.fetchall()
     return rows
 
 
@@ -479,7 +475,7 @@ class Bucket:
 @dataclass(frozen=True, slots=True)
 class Chart:
     """A series over a step range: every point (as one-point buckets) when at most
-    ``max_points`` fit, else equal-width buckets."""
+    ``max_points`` fit, else buckets of about equal step ranges (see ``read_chart``)."""
 
     total: int
     downsampled: bool
