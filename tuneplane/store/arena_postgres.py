@@ -62,7 +62,7 @@ touched AS (
     RETURNING 1
 )
 SELECT (SELECT array_agg(id ORDER BY id) FROM ev), (SELECT array_agg(log_id ORDER BY id) FROM ev),
-       (SELECT array_agg(id) FROM m), (SELECT array_agg(name) FROM m),
+       (SELECT array_agg(id ORDER BY name) FROM m), (SELECT array_agg(name ORDER BY name) FROM m),
        (SELECT count(*) FROM touched)
 """
 
