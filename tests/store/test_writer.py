@@ -193,3 +193,38 @@ def test_tables_that_changed_a_lot_are_analyzed_on_postgresql(pg_database_url: s
     finally:
         keeper.close()
         database.close()
+
+
+def test_a_writer_reconnects_after_its_postgresql_connection_is_lost(
+    pg_database_url: str,
+) -> None:
+    database = Database(pg_database_url)
+
+    def name_a_project(connection: Connection, name: str) -> str:
+        connection.execute(
+            text("INSERT INTO projects (name, created_at) VALUES (:n, 0)"), {"n": name}
+        )
+        return name
+
+    async def write(name: str) -> str:
+        return await database.write(name_a_project, name, key=0)
+
+    try:
+        assert run_async(lambda: write("before-loss")) == "before-loss"
+        with database.connect() as connection:
+            connection.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
+        # The write that meets the dead connection fails; the writer then starts afresh.
+        with pytest.raises(Exception, match=r"(?i)terminat|closed|connection"):
+            run_async(lambda: write("lost"))
+        assert run_async(lambda: write("after-loss")) == "after-loss"
+        with database.connect() as connection:
+            names = set(connection.execute(text("SELECT name FROM projects")).scalars())
+        assert {"before-loss", "after-loss"} <= names
+        assert "lost" not in names
+    finally:
+        database.close()

@@ -137,11 +137,10 @@ class SerialWriter:
                     for job in group:
                         job.loop.call_soon_threadsafe(_settle, job.future, None, exc)
                     continue
+                # A connection lost mid-group fails that group; SQLAlchemy reconnects it on
+                # its next use.
                 for job in self._write_group(connection, group):
                     self._jobs.put(job)
-                if connection.invalidated:
-                    connection.close()
-                    connection = None
         finally:
             if connection is not None:
                 connection.close()
