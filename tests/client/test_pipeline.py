@@ -44,7 +44,7 @@ def test_the_pipeline_is_used_only_for_direct_plain_http(
     assert (Pipeline.for_server(url, "tpi_x", 5.0) is not None) is used
 
 
-def test_requests_overlap_and_every_point_is_stored(server: Server) -> None:
+def test_one_request_in_flight_at_a_time_and_every_point_stored(server: Server) -> None:
     token = server.start_attempt("pipelined")
     pipeline = Pipeline.for_server(server.base, token, 10.0)
     assert pipeline is not None
