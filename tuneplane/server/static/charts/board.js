@@ -16,11 +16,18 @@ const TAIL_METRICS = 32;
 
 /** A run on the board: {project, run, key, label, color, t0}. */
 
-/** Runs grouped by project, in order: Map(project -> refs). */
+/** Runs of one project read together; the server takes at most this many per request. */
+const RUNS_PER_READ = 64;
+
+/** Runs grouped by project, in order, at most RUNS_PER_READ a group: [[project, refs]]. */
 function byProject(refs) {
   const groups = new Map();
   for (const ref of refs) groups.set(ref.project, [...(groups.get(ref.project) ?? []), ref]);
-  return groups;
+  const parts = [];
+  for (const [project, group] of groups) {
+    for (let i = 0; i < group.length; i += RUNS_PER_READ) parts.push([project, group.slice(i, i + RUNS_PER_READ)]);
+  }
+  return parts;
 }
 
 export class Board {
@@ -50,7 +57,7 @@ export class Board {
   async load() {
     // The runs of one project in one request, not one each.
     await Promise.all(
-      [...byProject(this.refs)].map(async ([project, refs]) => {
+      byProject(this.refs).map(async ([project, refs]) => {
         const lists =
           refs.length === 1
             ? [await api.metrics(project, refs[0].run)]
@@ -174,7 +181,7 @@ export class Board {
     const early = refs.length > 1 && !this.range ? perFrame(() => slot.loaded || this.drawSlot(slot, false)) : null;
     // The runs of one project come in one request, not one each.
     await Promise.all(
-      [...byProject(refs)].map(async ([project, group]) => {
+      byProject(refs).map(async ([project, group]) => {
         await (group.length === 1 ? this.loadRun(slot, group[0]) : this.loadRuns(slot, project, group));
         early?.();
       }),
