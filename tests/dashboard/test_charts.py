@@ -7,7 +7,7 @@ import math
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from playwright.sync_api import Page, Request, expect
+from playwright.sync_api import Locator, Page, Request, expect
 
 from tests.dashboard.pages import chart_order, charts, open_ready, wait_points, wait_ready
 from tests.dashboard.seed import PROJECT, SDK_PROJECT, Seeded, post_ingest
@@ -92,6 +92,17 @@ def points_requests(page: Page) -> list[dict[str, list[str]]]:
     return seen
 
 
+def drag(page: Page, over: Locator, start: float, end: float) -> None:
+    """Drag across a chart from one fraction of its width to another."""
+    box = over.bounding_box()
+    assert box is not None
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * start, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * end, y, steps=4)
+    page.mouse.up()
+
+
 def test_drag_zoom_requeries_the_range_at_full_resolution(page: Page, long_run: str) -> None:
     seen = points_requests(page)
     open_ready(page, long_run)
@@ -105,13 +116,7 @@ def test_drag_zoom_requeries_the_range_at_full_resolution(page: Page, long_run: 
     expect(chart.locator(".badge")).to_have_text(f"3,000 pts → {first['runs'][key]}")
 
     over = chart.locator(".u-over")
-    box = over.bounding_box()
-    assert box is not None
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(box["x"] + box["width"] * 0.40, y)
-    page.mouse.down()
-    page.mouse.move(box["x"] + box["width"] * 0.45, y, steps=4)
-    page.mouse.up()
+    drag(page, over, 0.40, 0.45)
     page.wait_for_function("() => window.__tuneplane?.charts.reward.draws === 2", polling=50)
     zoom = seen[-1]
     start, end = int(zoom["start"][0]), int(zoom["end"][0])
@@ -127,6 +132,47 @@ def test_drag_zoom_requeries_the_range_at_full_resolution(page: Page, long_run: 
     assert charts(page)["reward"]["runs"][key] == first["runs"][key]
     expect(page.locator(".zoom")).to_be_hidden()
     assert len(seen) == 2  # the full view was kept, not fetched again
+
+
+def test_a_zoom_is_in_the_address_so_a_shared_link_shows_it(page: Page, long_run: str) -> None:
+    open_ready(page, long_run)
+    key = f"{PROJECT}/long-run"
+    full = charts(page)["reward"]["runs"][key]
+    over = page.locator('.chart[data-metric="reward"] .u-over')
+    drag(page, over, 0.40, 0.45)
+    page.wait_for_function("() => window.__tuneplane?.charts.reward.draws === 2", polling=50)
+    zoomed = charts(page)["reward"]
+    query = parse_qs(urlparse(page.url).query)
+    lo, hi = (float(v) for v in query["zoom"][0].split(","))
+    assert 0 < lo < hi < LONG_STEPS
+    assert zoomed["runs"][key] == math.floor(hi) - math.ceil(lo) + 1
+    shared = page.url
+
+    # The link, opened afresh, asks the server for that range only and draws it.
+    other = page.context.new_page()
+    seen = points_requests(other)
+    other.goto(shared)
+    wait_ready(other)
+    assert charts(other)["reward"]["runs"] == zoomed["runs"]
+    assert charts(other)["reward"]["draws"] == 1
+    assert seen[-1]["start"] == [str(math.ceil(lo))]
+    assert seen[-1]["end"] == [str(math.floor(hi))]
+    expect(other.locator(".zoom")).to_contain_text("zoomed to")
+
+    # Resetting the zoom takes it out of the address.
+    other.locator('.chart[data-metric="reward"] .u-over').dblclick()
+    other.wait_for_function("() => window.__tuneplane?.charts.reward.draws === 2")
+    assert charts(other)["reward"]["runs"][key] == full
+    expect(other.locator(".zoom")).to_be_hidden()
+    assert "zoom" not in parse_qs(urlparse(other.url).query)
+
+    # So does a new x axis, whose units the range is not in.
+    drag(page, over, 0.2, 0.3)
+    page.wait_for_function("() => window.__tuneplane?.charts.reward.draws === 3", polling=50)
+    assert parse_qs(urlparse(page.url).query)["zoom"] != query["zoom"]
+    page.locator('input[name="x-axis"][value="time"]').check(force=True)
+    expect(page).to_have_url(f"{long_run}?x=time")
+    other.close()
 
 
 def test_downsampled_series_keep_their_spikes_in_a_band(page: Page, long_run: str) -> None:

@@ -5,6 +5,7 @@
 import * as api from "../lib/api.js";
 import { debug } from "../lib/debug.js";
 import { h, perFrame } from "../lib/dom.js";
+import { roundZoom } from "../lib/url.js";
 import { Chart } from "./chart.js";
 import { groupMetrics } from "./order.js";
 import { Series, stepRange, xValues } from "./series.js";
@@ -36,7 +37,7 @@ export class Board {
     this.view = view;
     this.onZoom = onZoom;
     this.onMetrics = onMetrics;
-    this.range = null;
+    this.range = view.zoom ?? null; // [lo, hi] in x units while zoomed
     this.summaries = new Map(); // run key -> Map(metric -> summary)
     this.slots = new Map(); // metric -> slot
     this.refreshing = new Map(); // run key -> {running, again}
@@ -270,7 +271,7 @@ export class Board {
   }
 
   async zoom(lo, hi) {
-    const range = [lo, hi];
+    const range = roundZoom(lo, hi);
     this.range = range;
     this.onZoom(range);
     const loaded = [...this.slots.values()].filter((slot) => slot.loaded);

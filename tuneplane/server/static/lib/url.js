@@ -1,5 +1,6 @@
 // The view lives in the address, so a shared link reproduces it:
-//   ?x=time&smooth=0.6&log=1&metric=reward&metric=train/loss&filter=kl&tab=logs
+//   ?x=time&smooth=0.6&log=1&metric=reward&metric=train/loss&filter=kl&zoom=1200,1850&tab=logs
+// (zoom is the dragged x range, in the units of the x axis)
 // (the Validation tab adds round=, status= and trial= of its own; they are kept as they are)
 // Defaults are left out, and changing the view replaces the history entry.
 
@@ -7,7 +8,7 @@ export const X_AXES = ["step", "time", "relative"];
 export const X_LABELS = { step: "step", time: "wall time", relative: "relative time" };
 
 export const TABS = ["charts", "validation", "events", "logs"];
-const DEFAULTS = { x: "step", smooth: 0, log: false, metrics: [], filter: "", tab: "charts" };
+const DEFAULTS = { x: "step", smooth: 0, log: false, metrics: [], filter: "", zoom: null, tab: "charts" };
 
 export function readView(search = location.search) {
   const q = new URLSearchParams(search);
@@ -18,6 +19,7 @@ export function readView(search = location.search) {
     log: q.get("log") === "1",
     metrics: q.getAll("metric"),
     filter: q.get("filter") ?? "",
+    zoom: parseZoom(q.get("zoom")),
     tab: TABS.includes(q.get("tab")) ? q.get("tab") : DEFAULTS.tab,
   };
 }
@@ -25,15 +27,35 @@ export function readView(search = location.search) {
 /** The query string for a view, keeping every other parameter (project, runs) as it is. */
 export function viewSearch(view, search = location.search) {
   const q = new URLSearchParams(search);
-  for (const key of ["x", "smooth", "log", "metric", "filter", "tab"]) q.delete(key);
+  for (const key of ["x", "smooth", "log", "metric", "filter", "zoom", "tab"]) q.delete(key);
   if (view.x !== DEFAULTS.x) q.set("x", view.x);
   if (view.smooth > 0) q.set("smooth", String(view.smooth));
   if (view.log) q.set("log", "1");
   for (const metric of view.metrics) q.append("metric", metric);
   if (view.filter) q.set("filter", view.filter);
+  if (view.zoom) q.set("zoom", view.zoom.join(","));
   if (view.tab !== DEFAULTS.tab) q.set("tab", view.tab);
   const text = q.toString();
   return text ? `?${text}` : "";
+}
+
+/** "lo,hi" -> [lo, hi] when both are finite and lo < hi, else null. */
+function parseZoom(value) {
+  const parts = (value ?? "").split(",");
+  if (parts.length !== 2 || parts.some((part) => !part.trim())) return null;
+  const [lo, hi] = parts.map(Number);
+  return Number.isFinite(lo) && Number.isFinite(hi) && lo < hi ? [lo, hi] : null;
+}
+
+/**
+ * A dragged x range rounded to about a ten-thousandth of its width, so the address stays
+ * short and a shared link draws exactly the range the page shows.
+ */
+export function roundZoom(lo, hi) {
+  const digits = Math.max(0, -Math.floor(Math.log10((hi - lo) / 1e4)));
+  const round = (v) => Number(v.toFixed(Math.min(digits, 12)));
+  const range = [round(lo), round(hi)];
+  return range[0] < range[1] ? range : [lo, hi];
 }
 
 export function writeView(view) {

@@ -97,7 +97,11 @@ async function chartsPage(wanted, { single }) {
   renderHead();
 
   const board = new Board(refs, view, {
-    onZoom: (range) => controls.setZoom(range),
+    onZoom: (range) => {
+      controls.setZoom(range);
+      view = { ...view, zoom: range };
+      writeView(view);
+    },
     onMetrics: (names, shown) => {
       controls.setMetrics(names);
       controls.el.hidden = !names.length;
@@ -106,12 +110,14 @@ async function chartsPage(wanted, { single }) {
   });
   const controls = chartControls(view, {
     onChange: (next) => {
-      view = { ...next, tab: view.tab };
+      // A new x axis unzooms: the range is in the units of the old one.
+      view = { ...next, tab: view.tab, zoom: next.x === view.x ? view.zoom : null };
       writeView(view);
       board.setView(view);
     },
     onResetZoom: () => board.resetZoom(),
   });
+  controls.setZoom(view.zoom);
   const noMetrics = h("div");
   const chartsPanel = h("div", { class: "panel" }, strip, controls.el, noMetrics, board.el);
 
