@@ -265,7 +265,7 @@ def measure_load(browser: Browser, base: str, path: str, runs: int, repeats: int
         drawn = {m: len(c["runs"]) for m, c in state["charts"].items()}
         assert drawn == {m: runs for m in METRICS}, f"not every chart drawn: {drawn}"
         result.ready_ms.append(state["readyAt"])
-        result.requests = sum("/points/" in url for url in counted)
+        result.requests = sum("/points?" in url for url in counted)
         result.charts = len(state["charts"])
         result.buckets_per_series = max(
             n for chart in state["charts"].values() for n in chart["runs"].values()

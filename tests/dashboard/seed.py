@@ -116,18 +116,7 @@ def arena_alerts(base: str, run: str) -> None:
 def sdk_run(base: str, admin_key: str) -> str:
     """``lab/sdk-run``: created with the API key, scalars with NaN/inf steps, status,
     heartbeat and log lines through its attempt token. Answers the token."""
-    key = {"Authorization": f"Bearer {admin_key}"}
-    created = httpx.post(
-        f"{base}/api/v1/projects/{SDK_PROJECT}/runs",
-        json={"run": "sdk-run", "config": {"lr": 1e-5, "batch_size": 64, "note": XSS}},
-        headers=key,
-    )
-    assert created.status_code in (200, 201), created.text
-    attempt = httpx.post(
-        f"{base}/api/v1/projects/{SDK_PROJECT}/runs/sdk-run/attempts", json={}, headers=key
-    )
-    assert attempt.status_code == 201, attempt.text
-    token: str = attempt.json()["token"]
+    token = start_sdk_run(base, admin_key, "sdk-run", {"lr": 1e-5, "batch_size": 64, "note": XSS})
     auth = {"Authorization": f"Bearer {token}"}
     steps = list(range(0, 400))
     body = {
@@ -165,6 +154,30 @@ def sdk_run(base: str, admin_key: str) -> str:
     post_logs(base, token, 0, ["loading model Qwen2.5-0.5B", "step 1 loss 2.000", XSS])
     post_logs(base, token, 3, ["CUDA warning: falling back to eager attention"], stream="stderr")
     return token
+
+
+def start_sdk_run(base: str, admin_key: str, run: str, config: Any = None) -> str:
+    """Create a run of ``lab`` with the API key and start an attempt: its ingest token."""
+    key = {"Authorization": f"Bearer {admin_key}"}
+    created = httpx.post(
+        f"{base}/api/v1/projects/{SDK_PROJECT}/runs",
+        json={"run": run, "config": config},
+        headers=key,
+    )
+    assert created.status_code in (200, 201), created.text
+    attempt = httpx.post(
+        f"{base}/api/v1/projects/{SDK_PROJECT}/runs/{run}/attempts", json={}, headers=key
+    )
+    assert attempt.status_code == 201, attempt.text
+    token: str = attempt.json()["token"]
+    return token
+
+
+def post_scalars(base: str, token: str, body: dict[str, Any]) -> None:
+    answer = httpx.post(
+        f"{base}/api/v1/ingest/scalars", json=body, headers={"Authorization": f"Bearer {token}"}
+    )
+    assert answer.status_code == 200, answer.text
 
 
 def post_logs(

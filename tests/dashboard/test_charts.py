@@ -52,7 +52,7 @@ def test_two_runs_are_overlaid_one_colour_each_with_values_under_the_cursor(page
         f"{PROJECT}/grpo-qwen-8": 240,
     }
     # Both runs come in one read each: run objects, metric lists, a chart's points.
-    for path in ("/runs", "/metrics", "/points/reward"):
+    for path in ("/runs", "/metrics", "/points"):
         assert f"/api/v1/projects/{PROJECT}{path}" in reads
     assert not [path for path in reads if "/runs/grpo-qwen-7" in path and "stream" not in path]
     legend = page.locator('.chart[data-metric="reward"] .legend')
@@ -85,7 +85,7 @@ def points_requests(page: Page) -> list[dict[str, list[str]]]:
 
     def on_request(request: Request) -> None:
         url = urlparse(request.url)
-        if "/points/" in url.path:
+        if url.path.endswith("/points"):
             seen.append(parse_qs(url.query))
 
     page.on("request", on_request)
@@ -112,7 +112,7 @@ def test_drag_zoom_requeries_the_range_at_full_resolution(page: Page, long_run: 
     first = charts(page)["reward"]
     assert first["downsampled"] is True
     assert 0 < first["runs"][key] <= width
-    assert seen == [{"max_points": [str(width)]}]
+    assert seen == [{"metric": ["reward"], "max_points": [str(width)]}]
     expect(chart.locator(".badge")).to_have_text(f"3,000 pts → {first['runs'][key]}")
 
     over = chart.locator(".u-over")

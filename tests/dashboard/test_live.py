@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlparse
 
-import httpx
 from playwright.sync_api import Page, Request, Route, expect
 
 from tests.dashboard.conftest import Watched
 from tests.dashboard.pages import chart_order, charts, open_ready, wait_points
-from tests.dashboard.seed import PROJECT, SDK_PROJECT, Seeded, post_ingest
+from tests.dashboard.seed import (
+    PROJECT,
+    SDK_PROJECT,
+    Seeded,
+    post_ingest,
+    post_scalars,
+    start_sdk_run,
+)
 from tests.helpers import alert, log
 
 
@@ -77,16 +83,11 @@ def test_a_refused_stream_is_retried(page: Page, seeded: Seeded, watched: Watche
 
 def test_a_corrected_step_shows_without_a_reload(page: Page, seeded: Seeded) -> None:
     """An SDK step reported again replaces its value: the chart loads that series again."""
-    key = {"Authorization": f"Bearer {seeded.admin_key}"}
-    runs = f"{seeded.base}/api/v1/projects/{SDK_PROJECT}/runs"
-    assert httpx.post(runs, json={"run": "corrected-run"}, headers=key).status_code == 201
-    attempt = httpx.post(f"{runs}/corrected-run/attempts", json={}, headers=key).json()
-    token = {"Authorization": f"Bearer {attempt['token']}"}
+    token = start_sdk_run(seeded.base, seeded.admin_key, "corrected-run")
 
     def report(steps: list[int], values: list[float]) -> None:
         body = {"series": [{"name": "train/loss", "steps": steps, "values": values}]}
-        answer = httpx.post(f"{seeded.base}/api/v1/ingest/scalars", json=body, headers=token)
-        assert answer.status_code == 200, answer.text
+        post_scalars(seeded.base, token, body)
 
     report(list(range(10)), [1.0] * 10)
     open_ready(page, f"/projects/{SDK_PROJECT}/runs/corrected-run")

@@ -479,3 +479,60 @@ def test_sdk_points_export_without_a_log_id(api: TestClient) -> None:
     rows = api.get(RUN + "/export.csv").text.splitlines()
     assert rows[0] == "step,metric,value,log_id,time"
     assert rows[1].startswith('7,"a,b",0.25,,')
+
+
+# --- metric names a path cannot carry ---------------------------------------------------------
+
+#: Legal names that URL normalisation would change or cut in a path (dot segments, "%", "?",
+#: "#", empty segments), and plain ones.
+ODD_NAMES = ["a/../b", "..", ".", "./x/.", "p%41q", "what?#now", " spaced ", "x//y/", "train/loss"]
+
+
+def test_every_legal_metric_name_reads_through_the_query_forms(api: TestClient) -> None:
+    token = start(api)
+    body = {
+        "series": [
+            {"name": name, "steps": [1, 2], "values": [i, i + 0.5]}
+            for i, name in enumerate(ODD_NAMES)
+        ],
+        "invalid": [{"name": name, "steps": [3], "kinds": ["nan"]} for name in ODD_NAMES],
+    }
+    assert scalars(api, token, body).status_code == 200
+    for i, name in enumerate(ODD_NAMES):
+        listed = api.get(RUN + "/metrics", params={"metric": name})
+        assert [(m["metric"], m["count"], m["last"]) for m in listed.json()] == [(name, 2, i + 0.5)]
+        page = api.get(RUN + "/points", params={"metric": name}).json()
+        assert page["metric"] == name
+        assert [(p["step"], p["value"]) for p in page["points"]] == [(1, i), (2, i + 0.5)]
+        reduced = api.get(RUN + "/points", params={"metric": name, "max_points": 10}).json()
+        assert [(m["metric"], len(m["buckets"])) for m in reduced["metrics"]] == [(name, 2)]
+        runs = api.get(
+            "/api/v1/projects/demo/points",
+            params={"metric": name, "runs": "grpo-7", "max_points": 10, "start": 2},
+        ).json()
+        assert runs["metric"] == name
+        assert [b["last"] for b in runs["runs"][0]["buckets"]] == [i + 0.5]
+        invalid = api.get(RUN + "/invalid", params={"metric": name}).json()
+        assert invalid == [{"step": 3, "kind": "nan"}]
+
+
+def test_query_forms_refuse_what_they_cannot_answer(api: TestClient) -> None:
+    token = start(api)
+    scalars(api, token, {"series": [{"name": "a/../b", "steps": [1], "values": [1.0]}]})
+    two = api.get(RUN + "/points", params={"metric": ["a/../b", "b"]})
+    assert two.status_code == 422
+    assert two.json()["error"]["details"] == [
+        {"field": "metric", "rule": "name exactly one metric when max_points is not given"}
+    ]
+    # "a/../b" is not "b": no name is rewritten on the way.
+    for path, params in (
+        (RUN + "/metrics", {"metric": "b"}),
+        (RUN + "/points", {"metric": "b"}),
+        (RUN + "/invalid", {"metric": "b"}),
+    ):
+        answer = api.get(path, params=params)
+        assert answer.status_code == 404, (path, answer.text)
+        assert "'b'" in answer.json()["error"]["message"]
+    missing = api.get(RUN + "/invalid")
+    assert missing.status_code == 422
+    assert missing.json()["error"]["details"][0]["field"] == "metric"

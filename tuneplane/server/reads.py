@@ -13,7 +13,7 @@ from sqlalchemy import Connection
 from starlette.responses import Response, StreamingResponse
 
 from tuneplane.contract.arena import ALERT_LEVELS
-from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.errors import InvalidInput, NotFound, Violation
 from tuneplane.contract.limits import (
     CHART_SERIES_MAX,
     MAX_POINTS_MAX,
@@ -113,11 +113,25 @@ def list_metrics_of_runs(
 
 
 @router.get(RUN + "/metrics", response_model=list[MetricOut])
-def list_metrics(request: Request, project: str, run: str) -> Response:
-    """Every metric of the run with its summary."""
+def list_metrics(
+    request: Request,
+    project: str,
+    run: str,
+    metric: Annotated[
+        list[str] | None, Query(description="only this metric (repeat for more); any name")
+    ] = None,
+) -> Response:
+    """Every metric of the run with its summary; ``metric=`` keeps the named ones (an
+    unknown one is a 404)."""
     with app_state(request).database.connect() as connection:
         run_row = catalog.get_run(connection, project, run)
         summaries = points.list_summaries(connection, run_row.id)
+    if metric is not None:
+        by_name = {s.name: s for s in summaries}
+        for name in metric:
+            if name not in by_name:
+                raise NotFound(f"metric {name!r} not found in this run")
+        summaries = [by_name[name] for name in dict.fromkeys(metric)]
     return JSON([_metric_json(s) for s in summaries])
 
 
@@ -160,27 +174,32 @@ def read_points(
         run_row = catalog.get_run(connection, project, run)
         metric_id = catalog.get_metric_id(connection, run_row.id, metric)
         if max_points is None:
-            page = points.read_page(
-                connection,
-                metric_id,
-                after=_parse_cursor(cursor),
-                start=start,
-                end=end,
-                limit=limit,
-            )
-            next_cursor = f"{page[-1].step}:{page[-1].event_id}" if len(page) == limit else None
-            return JSON(
-                {
-                    "metric": metric,
-                    "points": [
-                        {"step": p.step, "value": p.value, "log_id": p.log_id, "time": p.time}
-                        for p in page
-                    ],
-                    "next_cursor": next_cursor,
-                }
-            )
+            return JSON(_page_json(connection, metric, metric_id, cursor, start, end, limit))
         chart = _chart_json(connection, metric_id, start, end, max_points)
     return JSON({"metric": metric, **chart})
+
+
+def _page_json(
+    connection: Connection,
+    metric: str,
+    metric_id: int,
+    cursor: str | None,
+    start: int | None,
+    end: int | None,
+    limit: int,
+) -> dict[str, object]:
+    """One page of original points in step order, and the cursor of the next."""
+    page = points.read_page(
+        connection, metric_id, after=_parse_cursor(cursor), start=start, end=end, limit=limit
+    )
+    next_cursor = f"{page[-1].step}:{page[-1].event_id}" if len(page) == limit else None
+    return {
+        "metric": metric,
+        "points": [
+            {"step": p.step, "value": p.value, "log_id": p.log_id, "time": p.time} for p in page
+        ],
+        "next_cursor": next_cursor,
+    }
 
 
 def _chart_json(
@@ -239,22 +258,39 @@ def _charts(
 
 @router.get(
     RUN + "/points",
-    response_model=MetricsDownsampled,
-    summary="Several metrics of one run, each downsampled to max_points buckets",
+    response_model=MetricsDownsampled | PointPage,
+    summary="Several metrics of one run, each downsampled to max_points buckets; "
+    "or one metric's original points",
 )
 def read_points_of_metrics(
     request: Request,
     project: str,
     run: str,
     metric: Annotated[list[str], Query(description="a metric name; repeat for more")],
-    max_points: Annotated[int, Query(ge=1, le=MAX_POINTS_MAX)],
+    max_points: Annotated[int | None, Query(ge=1, le=MAX_POINTS_MAX)] = None,
     start: Annotated[int | None, Query(ge=0, description="first step (inclusive)")] = None,
     end: Annotated[int | None, Query(ge=0, description="last step (inclusive)")] = None,
+    cursor: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=POINTS_PAGE_MAX)] = POINTS_PAGE_DEFAULT,
 ) -> Response:
-    """What ``…/points/{metric}?max_points=N`` answers, for each named metric of the run in
-    one request (the new points of every chart of a live run). Metrics the run does not
-    have are listed under ``missing``."""
+    """With ``max_points=N``: what ``…/points/{metric}?max_points=N`` answers, for each
+    named metric of the run in one request (the new points of every chart of a live run).
+    Metrics the run does not have are listed under ``missing``.
+
+    Without ``max_points``: one metric's original points, a page at a time, as
+    ``…/points/{metric}`` answers. The query form reads any metric name, including those a
+    path cannot carry (``a/../b``, ``.``, names with ``%``, ``?`` or ``#``)."""
     names = list(dict.fromkeys(metric))
+    if max_points is None:
+        if len(names) != 1:
+            raise InvalidInput(
+                (Violation("metric", "name exactly one metric when max_points is not given"),)
+            )
+        with app_state(request).database.connect() as connection:
+            run_id = catalog.get_run(connection, project, run).id
+            metric_id = catalog.get_metric_id(connection, run_id, names[0])
+            page = _page_json(connection, names[0], metric_id, cursor, start, end, limit)
+        return JSON(page)
     if len(names) > CHART_SERIES_MAX:
         raise InvalidInput((Violation("metric", f"name at most {CHART_SERIES_MAX} metrics"),))
     with app_state(request).database.connect() as connection:
@@ -281,6 +317,37 @@ def read_points_of_runs(
     """What ``…/runs/{run}/points/{metric}?max_points=N`` answers, for each named run in
     one request (a comparison of many runs). Runs without the metric are listed under
     ``missing``; an unknown run is a 404."""
+    return _points_of_runs(request, project, metric, runs, max_points, start, end)
+
+
+@router.get(
+    "/projects/{project}/points",
+    response_model=RunsDownsampled,
+    summary="One metric (named in the query) of several runs, downsampled",
+)
+def read_points_of_runs_by_query(
+    request: Request,
+    project: str,
+    metric: Annotated[str, Query(description="the metric name; any name")],
+    runs: Annotated[str, Query(description="run names, comma-separated")],
+    max_points: Annotated[int, Query(ge=1, le=MAX_POINTS_MAX)],
+    start: Annotated[int | None, Query(ge=0, description="first step (inclusive)")] = None,
+    end: Annotated[int | None, Query(ge=0, description="last step (inclusive)")] = None,
+) -> Response:
+    """``…/points/{metric}?runs=…`` with the metric in the query, which carries any name
+    (a path cannot carry ``a/../b``, ``.``, or names with ``%``, ``?`` or ``#``)."""
+    return _points_of_runs(request, project, metric, runs, max_points, start, end)
+
+
+def _points_of_runs(
+    request: Request,
+    project: str,
+    metric: str,
+    runs: str,
+    max_points: int,
+    start: int | None,
+    end: int | None,
+) -> Response:
     with app_state(request).database.connect() as connection:
         series = [
             (
@@ -308,6 +375,21 @@ def get_metric(request: Request, project: str, run: str, metric: str) -> Respons
 @router.get(RUN + "/invalid/{metric:path}", response_model=list[InvalidPointOut])
 def read_invalid(request: Request, project: str, run: str, metric: str) -> Response:
     """Steps at which the metric was NaN or ±inf (``kind``: nan, inf, -inf)."""
+    return _invalid(request, project, run, metric)
+
+
+@router.get(RUN + "/invalid", response_model=list[InvalidPointOut])
+def read_invalid_by_query(
+    request: Request,
+    project: str,
+    run: str,
+    metric: Annotated[str, Query(description="the metric name; any name")],
+) -> Response:
+    """``…/invalid/{metric}`` with the metric in the query, which carries any name."""
+    return _invalid(request, project, run, metric)
+
+
+def _invalid(request: Request, project: str, run: str, metric: str) -> Response:
     with app_state(request).database.connect() as connection:
         run_row = catalog.get_run(connection, project, run)
         metric_id = catalog.get_metric_id(connection, run_row.id, metric)

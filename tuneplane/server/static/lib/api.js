@@ -11,8 +11,8 @@ export class ApiError extends Error {
 
 export const projectPath = (project) => `/api/v1/projects/${enc(project)}`;
 export const runPath = (project, run) => `${projectPath(project)}/runs/${enc(run)}`;
-/** Metric names may contain "/": each segment is encoded, the slashes are kept. */
-export const metricPath = (metric) => metric.split("/").map(enc).join("/");
+// Metric names go in the query (?metric=), never in the path: a name may be any printable
+// text, and URL normalisation would change "a/../b" or "." in a path.
 
 export const csvUrl = (project, run) => `${runPath(project, run)}/export.csv`;
 export const runStreamUrl = (project, run) => `${runPath(project, run)}/stream`;
@@ -52,7 +52,7 @@ export const metricsOfRuns = (project, names) =>
 export const alerts = (project, name, level = null) =>
   getJSON(`${runPath(project, name)}/alerts${query({ level })}`);
 export const invalid = (project, name, metric) =>
-  getJSON(`${runPath(project, name)}/invalid/${metricPath(metric)}`);
+  getJSON(`${runPath(project, name)}/invalid${query({ metric })}`);
 export const logs = (project, name, after = 0, limit = 500) =>
   getJSON(`${runPath(project, name)}/logs${query({ after, limit })}`);
 
@@ -83,23 +83,17 @@ export function pointsOfMetrics(project, name, metrics, { maxPoints, start = nul
 
 /** One metric of several runs of a project, each reduced to at most maxPoints: {runs, missing}. */
 export const pointsOfRuns = (project, names, metric, { maxPoints }) =>
-  getJSON(
-    `${projectPath(project)}/points/${metricPath(metric)}${query({
-      runs: names.join(","),
-      max_points: maxPoints,
-    })}`,
-  );
+  getJSON(`${projectPath(project)}/points${query({ metric, runs: names.join(","), max_points: maxPoints })}`);
 
 /** Buckets of one metric reduced by the server to at most maxPoints (within start..end). */
-export const points = (project, name, metric, { maxPoints, start = null, end = null, signal }) =>
-  getJSON(
-    `${runPath(project, name)}/points/${metricPath(metric)}${query({
-      max_points: maxPoints,
-      start,
-      end,
-    })}`,
+export async function points(project, name, metric, { maxPoints, start = null, end = null, signal }) {
+  const body = await getJSON(
+    `${runPath(project, name)}/points${query({ metric, max_points: maxPoints, start, end })}`,
     { signal },
   );
+  if (!body.metrics.length) throw new ApiError(404, `metric ${metric} not found in this run`);
+  return body.metrics[0];
+}
 
 /** Dashboard links. */
 export const page = {
