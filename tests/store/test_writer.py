@@ -228,3 +228,62 @@ def test_a_writer_reconnects_after_its_postgresql_connection_is_lost(
         assert "lost" not in names
     finally:
         database.close()
+
+
+def test_batched_jobs_of_a_group_are_written_in_one_call(tmp_path: Path) -> None:
+    """Queued together, a batched function's jobs reach it as one list, in order; when that
+    call fails, each job runs again alone and only the failing one reports the error."""
+    database = Database(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    database.migrate()
+    gate = threading.Event()
+    calls: list[list[str]] = []
+
+    def blocker(connection: Connection) -> str:
+        gate.wait(timeout=10)
+        return "first"
+
+    def insert_all(connection: Connection, names: list[str]) -> list[str]:
+        calls.append(list(names))
+        for name in names:
+            connection.execute(
+                text("INSERT INTO projects (name, created_at) VALUES (:n, 0)"), {"n": name}
+            )
+            if name.startswith("bad"):
+                raise ValueError(f"{name} failed after writing")
+        return [name.upper() for name in names]
+
+    def insert_one(connection: Connection, name: str) -> str:
+        return insert_all(connection, [name])[0].lower()
+
+    async def group(names: list[str]) -> list[object]:
+        held = asyncio.ensure_future(database.write(blocker))
+        await asyncio.sleep(0.05)  # the writer is now held inside the blocker
+        jobs = [
+            asyncio.ensure_future(
+                database.write(insert_one, name)
+                if name.startswith("plain")
+                else database.write_batched(insert_all, name)
+            )
+            for name in names
+        ]
+        await asyncio.sleep(0.05)
+        gate.set()
+        results = await asyncio.gather(held, *jobs, return_exceptions=True)
+        gate.clear()
+        return results[1:]
+
+    try:
+        assert run_async(lambda: group(["a", "plain-1", "b", "c"])) == ["A", "plain-1", "B", "C"]
+        assert calls == [["a", "b", "c"], ["plain-1"]]
+
+        calls.clear()
+        results = run_async(lambda: group(["d", "bad", "plain-2", "e"]))
+        assert results[0] == "D"
+        assert isinstance(results[1], ValueError)
+        assert results[2:] == ["plain-2", "E"]
+        assert calls == [["d", "bad", "e"], ["d"], ["bad"], ["plain-2"], ["e"]]
+        with database.connect() as connection:
+            names = connection.execute(text("SELECT name FROM projects ORDER BY name")).scalars()
+            assert list(names) == ["a", "b", "c", "d", "e", "plain-1", "plain-2"]
+    finally:
+        database.close()

@@ -1,4 +1,5 @@
-"""The Arena write path: one ``POST /ingest`` batch, stored in one transaction.
+"""The Arena write path: ``POST /ingest`` batches, each stored in one transaction (a writer
+may store several together, as if one after another).
 
 Idempotency lives in unique keys: an event is new exactly when its ``(run, log_id)`` insert
 is not a conflict, and only new events contribute points. Retries of a stored ``log_id`` or
@@ -85,36 +86,59 @@ def _store_alerts(sql: Dialect, run_id: int, alerts: Sequence[ArenaAlert], now: 
     return new
 
 
-def ingest_arena(
-    connection: Connection, batch: ArenaBatch, known: KnownRun | None = None
-) -> IngestOutcome:
-    """Store a validated batch. ``known`` is the run as committed earlier, when remembered."""
-    now = time.time()
-    if known is None:
-        run, created = ensure_run(connection, batch.project, batch.run, batch.config, now)
-    else:
-        if batch.config is not None and batch.config != known.config:
-            raise config_conflict(batch.project, batch.run, known.config)
-        run, created = known, False
-    sql = Dialect(connection)
+#: A batch to store, with its run as committed earlier when that is remembered.
+ArenaWrite = tuple[ArenaBatch, KnownRun | None]
 
-    # A log_id (or alert_id) repeated inside one batch is a retry too: the first one wins.
-    unique_logs = list({log.log_id: log for log in reversed(batch.logs)}.values())[::-1]
-    logs_new = point_count = 0
-    if unique_logs:
-        store = _store_logs if sql.is_sqlite else arena_postgres.store_logs
-        logs_new, point_count = store(sql, run.id, unique_logs, now)
-    unique_alerts = list({a.alert_id: a for a in reversed(batch.alerts)}.values())[::-1]
-    alerts_new = _store_alerts(sql, run.id, unique_alerts, now) if unique_alerts else 0
-    return IngestOutcome(
-        run=run,
-        logs_new=logs_new,
-        logs_duplicate=len(batch.logs) - logs_new,
-        alerts_new=alerts_new,
-        alerts_duplicate=len(batch.alerts) - alerts_new,
-        points=point_count,
-        run_created=created,
-    )
+
+def ingest_arena(connection: Connection, writes: list[ArenaWrite]) -> list[IngestOutcome]:
+    """Store validated batches, in order, as if one after another."""
+    now = time.time()
+    sql = Dialect(connection)
+    runs = [_run_of(connection, batch, known, now) for batch, known in writes]
+
+    # A log_id (or alert_id) repeated inside one batch, or in an earlier batch of the same
+    # run written here, is a retry too: the first one wins.
+    held: dict[int, set[str]] = {}
+    logs = []
+    for (batch, _), (run, _) in zip(writes, runs, strict=True):
+        earlier = held.setdefault(run.id, set())
+        unique = list({log.log_id: log for log in reversed(batch.logs)}.values())[::-1]
+        unique = [log for log in unique if log.log_id not in earlier]
+        earlier.update(log.log_id for log in unique)
+        logs.append((run.id, unique))
+    if sql.is_sqlite:
+        stored = [
+            _store_logs(sql, run_id, found, now) if found else (0, 0) for run_id, found in logs
+        ]
+    else:
+        stored = arena_postgres.store_logs(sql, logs, now)
+
+    outcomes = []
+    for (batch, _), (run, created), (logs_new, points) in zip(writes, runs, stored, strict=True):
+        unique_alerts = list({a.alert_id: a for a in reversed(batch.alerts)}.values())[::-1]
+        alerts_new = _store_alerts(sql, run.id, unique_alerts, now) if unique_alerts else 0
+        outcomes.append(
+            IngestOutcome(
+                run=run,
+                logs_new=logs_new,
+                logs_duplicate=len(batch.logs) - logs_new,
+                alerts_new=alerts_new,
+                alerts_duplicate=len(batch.alerts) - alerts_new,
+                points=points,
+                run_created=created,
+            )
+        )
+    return outcomes
+
+
+def _run_of(
+    connection: Connection, batch: ArenaBatch, known: KnownRun | None, now: float
+) -> tuple[KnownRun, bool]:
+    if known is None:
+        return ensure_run(connection, batch.project, batch.run, batch.config, now)
+    if batch.config is not None and batch.config != known.config:
+        raise config_conflict(batch.project, batch.run, known.config)
+    return known, False
 
 
 class ArenaIngest:
@@ -128,7 +152,9 @@ class ArenaIngest:
 
     async def ingest(self, batch: ArenaBatch) -> IngestOutcome:
         key = (batch.project, batch.run)
-        outcome = await self._database.write(ingest_arena, batch, self._runs.get(key), key=key)
+        outcome = await self._database.write_batched(
+            ingest_arena, (batch, self._runs.get(key)), key=key
+        )
         # Only now is the run committed and safe to remember.
         if len(self._runs) >= self._MAX_REMEMBERED:
             self._runs.clear()

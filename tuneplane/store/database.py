@@ -26,10 +26,12 @@ from tuneplane.store.statistics import StatisticsKeeper
 from tuneplane.store.writer import SerialWriter
 
 T = TypeVar("T")
+Item = TypeVar("Item")
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-#: Writer threads (and connections held by them) on PostgreSQL.
-POSTGRES_WRITERS = 8
+#: Writer threads (and connections held by them) on PostgreSQL: enough that PostgreSQL works
+#: while a writer waits on a commit, few enough that each takes many batches together.
+POSTGRES_WRITERS = 4
 # Any constant works; it only has to be the same in every tuneplane process.
 _PG_MIGRATION_LOCK = 0x7475_6E65
 
@@ -169,15 +171,24 @@ class Database:
         """Run ``fn(connection, *args)`` in a write transaction without blocking the event
         loop, on a writer thread. Writes with the same ``key`` (a run) share a writer, so
         they never wait on each other's locks from two open transactions."""
+        result: T = await self._writer(key).submit(fn, *args)
+        return result
+
+    async def write_batched(
+        self, fn: Callable[[Connection, list[Item]], list[T]], item: Item, *, key: Hashable = None
+    ) -> T:
+        """Like ``write``, for a function that writes a list of items at once and returns
+        one result per item: items queued together are passed to one call."""
+        result: T = await self._writer(key).submit(fn, item, batched=True)
+        return result
+
+    def _writer(self, key: Hashable) -> SerialWriter:
         writers = self._writers
         if len(writers) == 1:
-            writer = writers[0]
-        elif key is None:
-            writer = writers[next(self._spread) % len(writers)]
-        else:
-            writer = writers[hash(key) % len(writers)]
-        result: T = await writer.submit(fn, *args)
-        return result
+            return writers[0]
+        if key is None:
+            return writers[next(self._spread) % len(writers)]
+        return writers[hash(key) % len(writers)]
 
     def connect(self) -> Connection:
         return self.engine.connect()
