@@ -20,7 +20,14 @@ from tuneplane.contract.limits import (
     RUN_CONFIG_MAX_BYTES,
     SCALAR_BATCH_MAX_POINTS,
 )
-from tuneplane.contract.validation import STEP_RULE, finite_float, is_count, is_step
+from tuneplane.contract.validation import (
+    STEP_RULE,
+    are_steps,
+    finite_float,
+    finite_floats,
+    is_count,
+    is_step,
+)
 
 RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
 RUN_STATUSES: Final[tuple[RunStatus, ...]] = ("running", "succeeded", "failed", "cancelled")
@@ -133,10 +140,10 @@ def _steps(path: str, entry: dict[str, Any], violations: list[Violation]) -> lis
     if not isinstance(steps, list) or not steps:
         violations.append(Violation(f"{path}.steps", "must be a nonempty list"))
         return None
-    for index, step in enumerate(steps):
-        if not is_step(step):
-            violations.append(Violation(f"{path}.steps[{index}]", STEP_RULE))
-            return None
+    if not are_steps(steps):
+        index = next(index for index, step in enumerate(steps) if not is_step(step))
+        violations.append(Violation(f"{path}.steps[{index}]", STEP_RULE))
+        return None
     if len(set(steps)) != len(steps):
         violations.append(Violation(f"{path}.steps", "must not repeat a step"))
         return None
@@ -158,12 +165,11 @@ def parse_scalars(body: object) -> ScalarBatch:
         if not isinstance(values, list) or len(values) != len(steps):
             violations.append(Violation(f"{path}.values", "must be a list as long as steps"))
             continue
-        numbers = [finite_float(v) for v in values]
-        bad = next((i for i, n in enumerate(numbers) if n is None), None)
-        if bad is not None:
+        numbers = finite_floats(values)
+        if None in numbers:
             violations.append(
                 Violation(
-                    f"{path}.values[{bad}]",
+                    f"{path}.values[{numbers.index(None)}]",
                     "not a finite number (report NaN and infinities under 'invalid')",
                 )
             )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Final
+from typing import Any, Final
 
 from tuneplane.contract.limits import STEP_MAX
 
@@ -25,6 +25,25 @@ def finite_float(value: object) -> float | None:
     except OverflowError:
         return None
     return as_float if math.isfinite(as_float) else None
+
+
+def finite_floats(values: list[Any]) -> list[float | None]:
+    """``finite_float`` of each value; at C speed when all are finite numbers (the usual
+    case), value by value otherwise."""
+    if set(map(type, values)) <= {float, int}:
+        try:
+            numbers: list[float | None] = list(map(float, values))
+        except OverflowError:
+            pass
+        else:
+            if all(map(math.isfinite, numbers)):  # type: ignore[arg-type]
+                return numbers
+    return [finite_float(value) for value in values]
+
+
+def are_steps(values: list[Any]) -> bool:
+    """Whether every value is a step, checked at C speed."""
+    return set(map(type, values)) == {int} and min(values) >= 0 and max(values) <= STEP_MAX
 
 
 def is_step(value: object) -> bool:

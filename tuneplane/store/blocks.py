@@ -39,30 +39,26 @@ def unpack(typecode: str, data: bytes) -> array:  # type: ignore[type-arg]
 
 @dataclass(slots=True)
 class Points:
-    """Points of one series in (step, event) order, as parallel lists."""
+    """Points of one series in (step, event) order, as parallel lists or, unpacked from a
+    block, arrays (which extend and pack again without a conversion per point)."""
 
-    steps: list[int]
-    events: list[int]
-    values: list[float]
-    times: list[float]
+    steps: list[int] | array[int]
+    events: list[int] | array[int]
+    values: list[float] | array[float]
+    times: list[float] | array[float]
 
     @classmethod
     def unpacked(cls, steps: bytes, events: bytes, values: bytes, times: bytes) -> Points:
-        return cls(
-            unpack("q", steps).tolist(),
-            unpack("q", events).tolist(),
-            unpack("d", values).tolist(),
-            unpack("d", times).tolist(),
-        )
+        return cls(unpack("q", steps), unpack("q", events), unpack("d", values), unpack("d", times))
 
     def __len__(self) -> int:
         return len(self.steps)
 
     def extend(self, other: Points) -> None:
-        self.steps += other.steps
-        self.events += other.events
-        self.values += other.values
-        self.times += other.times
+        self.steps.extend(other.steps)
+        self.events.extend(other.events)
+        self.values.extend(other.values)
+        self.times.extend(other.times)
 
 
 @dataclass(frozen=True, slots=True)

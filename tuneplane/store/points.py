@@ -236,7 +236,7 @@ def _tails(sql: Dialect, metric_ids: Sequence[int]) -> dict[int, _Tail]:
 def _merge(sql: Dialect, metric_id: int, change: SeriesChange, writes: _Writes) -> SeriesEffect:
     """Rewrite the blocks that the change's steps fall into, with the change applied."""
     put = change.put
-    touched = put.steps + [step for step, _ in change.remove]
+    touched = [*put.steps, *(step for step, _ in change.remove)]
     lo, hi = min(touched), max(touched)
     # From the block holding lo (or the one before) to the first block after hi: points
     # landing in a gap fill their neighbours instead of starting small blocks of their own.

@@ -9,6 +9,7 @@ NaN and infinities are kept in ``invalid_points``: counted and shown, never numb
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, bindparam, func, select
@@ -50,7 +51,7 @@ class _Series:
     recompute: bool = False
     fresh: bool = field(default=False)
 
-    def fold(self, steps: list[int], values: list[float]) -> None:
+    def fold(self, steps: Sequence[int], values: Sequence[float]) -> None:
         """Take in values at ``steps`` (in step order)."""
         low, high = min(values), max(values)
         self.min_value = low if self.min_value is None else min(self.min_value, low)
@@ -127,7 +128,7 @@ def _load_series(connection: Connection, run_id: int, names: set[str]) -> dict[s
     return series
 
 
-def _marked(connection: Connection, metric_id: int, steps: list[int]) -> set[int]:
+def _marked(connection: Connection, metric_id: int, steps: Sequence[int]) -> set[int]:
     """Which of ``steps`` the series has marked invalid."""
     query = select(invalid_points.c.step).where(
         invalid_points.c.metric_id == metric_id,
