@@ -5,6 +5,7 @@ import json
 import queue
 import threading
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -17,24 +18,29 @@ AUTH = {"Authorization": "Bearer live-secret"}
 RUN = "/api/v1/projects/burtenshaw/runs/arena-run-id"
 
 
-def follow(base: str, path: str, events: "queue.Queue[dict[str, object]]") -> None:
+def follow(base: str, path: str, events: "queue.Queue[Any]", named: bool) -> None:
+    name = None
     try:
         with httpx.stream("GET", base + path, timeout=30) as response:
             for line in response.iter_lines():
+                if line.startswith("event: "):
+                    name = line[7:]
                 if line.startswith("data: "):
-                    events.put(json.loads(line[6:]))
+                    data = json.loads(line[6:])
+                    events.put((name, data) if named else data)
     except httpx.TransportError:
         pass  # the server stops at the end of the test
 
 
-def watch(base: str, path: str) -> "queue.Queue[dict[str, object]]":
-    events: queue.Queue[dict[str, object]] = queue.Queue()
-    threading.Thread(target=follow, args=(base, path, events), daemon=True).start()
+def watch(base: str, path: str, *, named: bool = False) -> "queue.Queue[Any]":
+    """The data of each event the stream sends; with ``named``, (event name, data)."""
+    events: queue.Queue[Any] = queue.Queue()
+    threading.Thread(target=follow, args=(base, path, events, named), daemon=True).start()
     return events
 
 
-def post(base: str, log_id: str, step: int) -> None:
-    body = {"logs": [log(log_id, step, {"reward": 1.0})]}
+def post(base: str, log_id: str, step: int, run: str = "arena-run-id", value: float = 1.0) -> None:
+    body = {"logs": [log(log_id, step, {"reward": value}, run=run)]}
     assert httpx.post(base + "/ingest", json=body, headers=AUTH).status_code == 200
 
 
@@ -86,3 +92,48 @@ def test_run_stream_follows_writes_to_another_server(pg_database_url: str) -> No
         assert events.get(timeout=10)["point_count"] == 1
         post(writer, "e1", 5)
         assert events.get(timeout=10)["last_step"] == 5
+
+
+def test_with_points_the_stream_carries_the_new_points(tmp_path: Path) -> None:
+    with running_server("--data-dir", str(tmp_path), env=ENV) as base:
+        post(base, "e0", 0, value=0.5)
+        events = watch(base, RUN + "/stream?points=1", named=True)
+        name, run = events.get(timeout=10)
+        assert (name, run["point_count"]) == ("run", 1)
+        post(base, "e1", 1, value=0.25)
+        name, pushed = events.get(timeout=10)
+        assert name == "points"
+        assert pushed["run"] == "arena-run-id"
+        [reward] = pushed["metrics"]
+        assert (reward["metric"], reward["count"], reward["last_step"]) == ("reward", 2, 1)
+        assert [point[:2] for point in reward["points"]] == [[1, 0.25]]
+        assert reward["more"] is False
+        name, run = events.get(timeout=10)
+        assert (name, run["point_count"]) == ("run", 2)
+        # The next event carries only what is newer still.
+        post(base, "e2", 2, value=0.125)
+        name, pushed = events.get(timeout=10)
+        assert [p[:2] for p in pushed["metrics"][0]["points"]] == [[2, 0.125]]
+
+
+def test_one_stream_follows_several_runs_of_a_project(tmp_path: Path) -> None:
+    with running_server("--data-dir", str(tmp_path), env=ENV) as base:
+        post(base, "a0", 0, run="run-a")
+        post(base, "b0", 0, run="run-b")
+        project = "/api/v1/projects/burtenshaw"
+        events = watch(base, project + "/stream?runs=run-a,run-b&points=1", named=True)
+        first = [events.get(timeout=10) for _ in range(2)]
+        assert [(name, run["run"]) for name, run in first] == [("run", "run-a"), ("run", "run-b")]
+        post(base, "b1", 7, run="run-b", value=2.0)
+        name, pushed = events.get(timeout=10)
+        assert (name, pushed["run"]) == ("points", "run-b")
+        assert [p[:2] for p in pushed["metrics"][0]["points"]] == [[7, 2.0]]
+        name, run = events.get(timeout=10)
+        assert (name, run["run"], run["last_step"]) == ("run", "run-b", 7)
+        assert events.empty()  # run-a did not change
+        unknown = httpx.get(base + project + "/stream", params={"runs": "run-a,nope"})
+        assert unknown.status_code == 404
+        assert "nope" in unknown.json()["error"]["message"]
+        empty = httpx.get(base + project + "/stream", params={"runs": ","})
+        assert empty.status_code == 422
+        assert empty.json()["error"]["details"][0]["field"] == "runs"

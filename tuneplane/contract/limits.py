@@ -25,8 +25,11 @@ ALERT_TEXT_MAX_CHARS: Final = 4000
 POINTS_PAGE_MAX: Final = 10_000
 POINTS_PAGE_DEFAULT: Final = 1_000
 MAX_POINTS_MAX: Final = 10_000
-#: Series one downsampled read of several runs or several metrics may name.
+#: Series one downsampled read of several runs or several metrics may name (and runs one
+#: stream may follow).
 CHART_SERIES_MAX: Final = 64
+#: New points of one metric a live stream event carries; beyond it the reader asks for them.
+LIVE_POINTS_MAX: Final = 1_000
 
 #: Steps are stored as signed 64-bit integers.
 STEP_MAX: Final = 2**63 - 1

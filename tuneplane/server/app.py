@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from tuneplane import __version__
 from tuneplane.contract.errors import TuneplaneError
-from tuneplane.server import evaluation, ingest, logs, pages, reads, runs, sdk_ingest
+from tuneplane.server import evaluation, ingest, logs, pages, reads, runs, sdk_ingest, streams
 from tuneplane.server.auth import IngestTokenGuard
 from tuneplane.server.models import ErrorOut, IngestResult
 from tuneplane.server.responses import (
@@ -89,6 +89,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     app.router.routes.append(ingest.route)
     app.include_router(reads.router)
     app.include_router(logs.router)
+    app.include_router(streams.router)
     app.include_router(evaluation.router)
     app.include_router(runs.router)
     app.include_router(sdk_ingest.router)

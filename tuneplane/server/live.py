@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Final
 
 POLL_SECONDS: Final = 1.0
@@ -17,15 +18,30 @@ POLL_SECONDS: Final = 1.0
 
 class LiveHub:
     def __init__(self) -> None:
-        self._events: dict[int, asyncio.Event] = defaultdict(asyncio.Event)
+        # run id -> the events of the streams waiting for it
+        self._waiting: dict[int, set[asyncio.Event]] = defaultdict(set)
 
     def notify(self, run_id: int) -> None:
-        event = self._events.pop(run_id, None)
-        if event is not None:
+        for event in self._waiting.pop(run_id, ()):
             event.set()
 
     async def wait(self, run_id: int, timeout: float = POLL_SECONDS) -> None:
         """Return when the run is written to, or after ``timeout`` seconds."""
-        event = self._events[run_id]
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout)
+        await self.wait_any((run_id,), timeout)
+
+    async def wait_any(self, run_ids: Iterable[int], timeout: float = POLL_SECONDS) -> None:
+        """Return when any of the runs is written to, or after ``timeout`` seconds."""
+        event = asyncio.Event()
+        ids = list(run_ids)
+        for run_id in ids:
+            self._waiting[run_id].add(event)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout)
+        finally:
+            for run_id in ids:
+                waiting = self._waiting.get(run_id)
+                if waiting is not None:
+                    waiting.discard(event)
+                    if not waiting:
+                        del self._waiting[run_id]

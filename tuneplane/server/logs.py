@@ -16,7 +16,6 @@ from starlette.responses import Response, StreamingResponse
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.server.models import LogPage
 from tuneplane.server.responses import JSON
-from tuneplane.server.run_json import run_json
 from tuneplane.server.state import app_state
 from tuneplane.store import catalog, runlogs
 from tuneplane.store.runlogs import StoredLine
@@ -63,56 +62,6 @@ def read_logs(
             "next_cursor": lines[-1].cursor if lines else after,
         }
     )
-
-
-@router.get(RUN + "/stream", response_class=StreamingResponse)
-async def stream_run(request: Request, project: str, run: str) -> Response:
-    """Server-Sent Events: ``event: run`` with the run object (as ``GET …/runs/{run}``)
-    whenever the run changes: new points or alerts, status, heartbeat, observation events
-    and evaluation outcomes (``last_observation_id``). A client fetches
-    only what is new, e.g. ``…/points/{metric}?start=<last step seen + 1>``."""
-    state = app_state(request)
-
-    def snapshot() -> dict[str, object]:
-        with state.database.connect() as connection:
-            return run_json(project, catalog.get_run(connection, project, run))
-
-    first = await run_in_threadpool(snapshot)
-    run_id = await run_in_threadpool(_run_id, request, project, run)
-
-    async def events() -> AsyncIterator[bytes]:
-        yield b"retry: 2000\n\nevent: run\ndata: " + orjson.dumps(first) + b"\n\n"
-        last = first
-        quiet_since = time.monotonic()
-        while True:
-            await state.live.wait(run_id)
-            current = await run_in_threadpool(snapshot)
-            # Transport health ages with the clock; only stored changes are news.
-            if _stored(current) != _stored(last) or _health(current) != _health(last):
-                yield b"event: run\ndata: " + orjson.dumps(current) + b"\n\n"
-                last = current
-                quiet_since = time.monotonic()
-            elif time.monotonic() - quiet_since > KEEPALIVE_SECONDS:
-                yield b": keepalive\n\n"
-                quiet_since = time.monotonic()
-
-    return StreamingResponse(
-        events(),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
-
-
-def _stored(run: dict[str, object]) -> object:
-    """What a write changes: points, alerts and status move ``updated_at``; observation
-    events and evaluation outcomes move ``last_observation_id``."""
-    return run["updated_at"], run["last_observation_id"]
-
-
-def _health(run: dict[str, object]) -> object:
-    transport = run["transport"]
-    assert isinstance(transport, dict)
-    return transport.get("heartbeat_at"), transport.get("state")
 
 
 def _resume_cursor(request: Request, after: int | None) -> int:

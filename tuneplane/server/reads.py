@@ -73,7 +73,7 @@ def get_run(request: Request, project: str, run: str) -> Response:
     return JSON(run_json(project, row))
 
 
-def _metric_json(summary: points.MetricSummary) -> dict[str, object]:
+def metric_json(summary: points.MetricSummary) -> dict[str, object]:
     return {
         "metric": summary.name,
         "count": summary.count,
@@ -87,7 +87,7 @@ def _metric_json(summary: points.MetricSummary) -> dict[str, object]:
     }
 
 
-def _run_names(runs: str) -> list[str]:
+def run_names(runs: str) -> list[str]:
     """The distinct run names of a comma-separated ``runs`` parameter, in order."""
     names = list(dict.fromkeys(name for name in runs.split(",") if name))
     if not 1 <= len(names) <= CHART_SERIES_MAX:
@@ -105,10 +105,10 @@ def list_metrics_of_runs(
     comparison of many runs). An unknown run is a 404."""
     answer = []
     with app_state(request).database.connect() as connection:
-        for name in _run_names(runs):
+        for name in run_names(runs):
             run_row = catalog.get_run(connection, project, name)
             summaries = points.list_summaries(connection, run_row.id)
-            answer.append({"run": name, "metrics": [_metric_json(s) for s in summaries]})
+            answer.append({"run": name, "metrics": [metric_json(s) for s in summaries]})
     return JSON({"runs": answer})
 
 
@@ -132,7 +132,7 @@ def list_metrics(
             if name not in by_name:
                 raise NotFound(f"metric {name!r} not found in this run")
         summaries = [by_name[name] for name in dict.fromkeys(metric)]
-    return JSON([_metric_json(s) for s in summaries])
+    return JSON([metric_json(s) for s in summaries])
 
 
 def _parse_cursor(cursor: str | None) -> tuple[int, int] | None:
@@ -356,7 +356,7 @@ def _points_of_runs(
                     connection, catalog.get_run(connection, project, name).id, metric
                 ),
             )
-            for name in _run_names(runs)
+            for name in run_names(runs)
         ]
         found, missing = _charts(connection, "run", series, start, end, max_points)
     return JSON({"metric": metric, "runs": found, "missing": missing})
@@ -369,7 +369,7 @@ def get_metric(request: Request, project: str, run: str, metric: str) -> Respons
         run_row = catalog.get_run(connection, project, run)
         metric_id = catalog.get_metric_id(connection, run_row.id, metric)
         summary = points.get_summary(connection, metric_id)
-    return JSON(_metric_json(summary))
+    return JSON(metric_json(summary))
 
 
 @router.get(RUN + "/invalid/{metric:path}", response_model=list[InvalidPointOut])

@@ -8,7 +8,7 @@ import { h, perFrame } from "../lib/dom.js";
 import { roundZoom } from "../lib/url.js";
 import { Chart } from "./chart.js";
 import { groupMetrics } from "./order.js";
-import { Series, stepRange, xValues } from "./series.js";
+import { Series, pointBucket, stepRange, xValues } from "./series.js";
 
 /** Live changes wait at most this long for other runs' changes before being drawn. */
 const FLUSH_MAX_MS = 1000;
@@ -235,9 +235,9 @@ export class Board {
       .map((ref) => ({ run: ref, t0: ref.t0, ...held.get(ref.key) }));
   }
 
-  drawSlot(slot, complete = true) {
+  drawSlot(slot, complete = true, { live = false } = {}) {
     if (!slot.chart) return;
-    slot.chart.draw(this.entries(slot), this.view, slot.zoomed ? this.range : null);
+    slot.chart.draw(this.entries(slot), this.view, slot.zoomed ? this.range : null, { live });
     if (!complete) return;
     slot.drawn = true;
     this.checkReady();
@@ -337,6 +337,61 @@ export class Board {
       });
   }
 
+  /**
+   * A run's changed metrics as its stream pushed them: summaries and the points after the
+   * last step it sent. A chart that holds the series up to there takes the points; anything
+   * else (a gap, a correction, new NaN/inf steps, more points than pushed) is fetched.
+   */
+  push(ref, changes) {
+    const summaries = this.summaries.get(ref.key) ?? new Map();
+    this.summaries.set(ref.key, summaries);
+    let added = false;
+    for (const { points, more, ...summary } of changes) {
+      added ||= !summaries.has(summary.metric);
+      summaries.set(summary.metric, summary);
+    }
+    if (added) this.render();
+    let fetch = false;
+    const reload = [];
+    for (const change of changes) {
+      const slot = this.slots.get(change.metric);
+      if (!slot?.loaded) continue; // loads everything when it is first shown
+      const held = slot.full.get(ref.key);
+      const last = held?.series.lastStep ?? -1;
+      const follows =
+        held &&
+        !change.more &&
+        held.corrected === change.corrected &&
+        held.invalid.length === change.invalid_count &&
+        held.series.points + change.points.length === change.count &&
+        (change.points.length === 0 || change.points[0][0] > last);
+      if (!follows) {
+        fetch = true;
+        continue;
+      }
+      held.series.append({ buckets: change.points.map(pointBucket) }, { merge: true });
+      // Two points at one step, or a tail grown past the chart's width: load it again.
+      if (held.series.points !== change.count || held.series.length > 2 * this.buckets(slot)) {
+        reload.push(slot);
+        continue;
+      }
+      this.markDirty(slot);
+    }
+    if (fetch) this.update(ref);
+    for (const slot of reload) {
+      this.loadRun(slot, ref)
+        .then(() => this.markDirty(slot))
+        .catch(() => {}) // the next change retries
+        .finally(() => this.flushSoon());
+    }
+    this.flushSoon();
+  }
+
+  markDirty(slot) {
+    this.dirty.add(slot);
+    this.dirtySince ??= performance.now();
+  }
+
   async refresh(ref) {
     const list = await api.metrics(ref.project, ref.run);
     const before = this.summaries.get(ref.key) ?? new Map();
@@ -379,7 +434,7 @@ export class Board {
       await Promise.all(
         part.map(async ({ slot, held, summary }) => {
           const answer = answers.get(slot.metric);
-          if (answer) held.series.append(answer);
+          if (answer) held.series.append(answer, { merge: true });
           // Points at steps already held (a late event, a second event at one step) or a
           // tail grown past the chart's width: load the series again rather than show it
           // wrong.
@@ -390,10 +445,7 @@ export class Board {
         }),
       );
     }
-    for (const slot of changed) {
-      this.dirty.add(slot);
-      this.dirtySince ??= performance.now();
-    }
+    for (const slot of changed) this.markDirty(slot);
   }
 
   /**
@@ -411,7 +463,7 @@ export class Board {
       for (const dirty of this.dirty) {
         if (dirty.zoomed) continue;
         // A chart off screen is drawn when it scrolls back into view.
-        if (dirty.visible) this.drawSlot(dirty);
+        if (dirty.visible) this.drawSlot(dirty, true, { live: true });
         else dirty.stale = true;
       }
       this.dirty.clear();

@@ -5,7 +5,7 @@
 import uPlot from "../vendor/uPlot.esm.js";
 import { fade } from "../lib/colors.js";
 import { chartDrawn } from "../lib/debug.js";
-import { h } from "../lib/dom.js";
+import { h, morph } from "../lib/dom.js";
 import { fileName, saveBlob } from "../lib/download.js";
 import { fmtDuration, fmtInt, fmtNum, fmtStep } from "../lib/format.js";
 import { Legend } from "./legend.js";
@@ -13,6 +13,8 @@ import { invalidMarkers } from "./markers.js";
 import { ema, invalidX, positive, xValues } from "./series.js";
 
 const HEIGHT = 220;
+/** Canvas pixels a live point may move things by and the drawing still be kept. */
+const TOLERANCE = 0.25;
 
 const AXIS = { stroke: "#555", grid: { stroke: "#eee", width: 1 }, ticks: { stroke: "#ddd" } };
 
@@ -24,6 +26,9 @@ export class Chart {
     this.onReset = onReset;
     this.uplot = null;
     this.signature = null;
+    this.drawn = null; // {parts, copies, y, marks, bands} as last given to uPlot
+    this.parts = new WeakMap(); // Series -> its part (see part())
+    this.skipped = 0;
     this.entries = [];
     this.marks = [];
     this.legend = new Legend();
@@ -54,58 +59,68 @@ export class Chart {
 
   /**
    * entries: [{run: {key, label, color}, series: Series, invalid: [{step, kind}], t0}];
-   * view: {x, smooth, log}; range: [lo, hi] in x units while zoomed, else null.
+   * view: {x, smooth, log}; range: [lo, hi] in x units while zoomed, else null. A live
+   * draw may keep the drawing when nothing on it would move (see samePlace).
    */
-  draw(entries, view, range = null) {
+  draw(entries, view, range = null, { live = false } = {}) {
     const smooth = view.smooth > 0;
-    const tables = [];
-    const options = [{}];
-    const bands = [];
-    this.entries = [];
+    const parts = entries.map((entry) => this.part(entry, view));
+    const tables = parts.map((part) => part.table);
+    this.entries = entries.map(({ run, series }, i) => ({
+      run,
+      series,
+      xs: parts[i].xs,
+      raw: series.mean,
+      smooth: parts[i].smoothed,
+    }));
     this.marks = [];
-    for (const entry of entries) {
-      const { run, series } = entry;
-      const xs = xValues(series, view.x, entry.t0);
-      const smoothed = smooth ? ema(series.mean, series.count, view.smooth) : null;
-      const table = [xs];
-      if (series.downsampled) {
-        const base = options.length;
-        table.push(positive(series.min, view.log), positive(series.max, view.log));
-        options.push(edge(`${run.label} min`), edge(`${run.label} max`));
-        bands.push({ series: [base + 1, base], fill: fade(run.color, 0.16) });
-      }
-      table.push(positive(series.mean, view.log));
-      options.push({
-        label: run.label,
-        stroke: smooth ? fade(run.color, 0.3) : run.color,
-        width: smooth ? 1 : 1.5,
-        spanGaps: false,
+    entries.forEach((entry, i) => {
+      if (!entry.invalid?.length) return;
+      this.marks.push({
+        color: entry.run.color,
+        xs: invalidX(entry.series, parts[i].xs, view.x, entry.invalid),
+        kinds: entry.invalid.map((s) => s.kind),
       });
-      if (smooth) {
-        table.push(positive(smoothed, view.log));
-        options.push({ label: `${run.label} (EMA)`, stroke: run.color, width: 1.75 });
-      }
-      tables.push(table);
-      this.entries.push({ run, series, xs, raw: series.mean, smooth: smoothed });
-      if (entry.invalid?.length) {
-        this.marks.push({
-          color: run.color,
-          xs: invalidX(series, xs, view.x, entry.invalid),
-          kinds: entry.invalid.map((s) => s.kind),
-        });
-      }
-    }
+    });
     // Steps that were only NaN/inf still widen the x axis, so their marks are on the chart.
     const marked = this.marks.flatMap((m) => m.xs).filter((x) => x != null);
     if (marked.length) tables.push([[...new Set(marked)].sort((a, b) => a - b)]);
-    const data = tables.length === 1 ? tables[0] : uPlot.join(tables);
-    const signature = JSON.stringify([view.x, view.log, smooth, options.map((o) => o.label)]);
-    if (signature !== this.signature || !this.uplot) {
-      this.uplot?.destroy();
-      this.uplot = new uPlot(this.options(view, options, bands), data, this.plot);
-      this.signature = signature;
+    const signature = JSON.stringify([
+      view.x,
+      view.log,
+      smooth,
+      entries.map((e) => [e.run.label, e.series.downsampled]),
+    ]);
+    const y = [Math.min(...parts.map((p) => p.y[0])), Math.max(...parts.map((p) => p.y[1]))];
+    const marks = JSON.stringify(this.marks);
+    // A live point that moves nothing on screen by a quarter pixel or more (a point folded
+    // into a bucket hundreds of steps wide) is kept, not drawn: redrawing and compositing
+    // every canvas is most of a live update's cost. The next visible change draws it all.
+    const unchanged =
+      live &&
+      this.uplot &&
+      signature === this.signature &&
+      marks === this.drawn?.marks &&
+      samePlace(this.drawn, parts, tables, y, this.uplot.bbox, view.log);
+    let bands = this.drawn?.bands ?? 0;
+    if (unchanged) {
+      this.skipped += 1;
     } else {
-      this.uplot.setData(data);
+      const data = tables.length === 1 ? tables[0] : uPlot.join(tables);
+      if (signature !== this.signature || !this.uplot) {
+        const [series, bandList] = seriesOptions(entries, smooth);
+        this.uplot?.destroy();
+        this.uplot = new uPlot(this.options(view, series, bandList), data, this.plot);
+        this.signature = signature;
+        bands = bandList.length;
+      } else {
+        this.uplot.setData(data);
+      }
+      // Copies: live points change a series' last bucket in place.
+      const copies = tables.map((table, i) =>
+        this.drawn?.parts[i] === parts[i] && parts[i] ? this.drawn.copies[i] : table.map((column) => column.slice()),
+      );
+      this.drawn = { parts, copies, y, marks, bands };
     }
     if (range) this.uplot.setScale("x", { min: range[0], max: range[1] });
     this.legend.setEntries(this.entries, view.x);
@@ -118,9 +133,29 @@ export class Chart {
     }
     chartDrawn(this.metric, counts, entries.some((e) => e.series.downsampled), {
       lastStep,
-      bands: bands.length,
-      y: extent(tables),
+      bands,
+      y,
+      skipped: this.skipped,
     });
+  }
+
+  /**
+   * One run's arrays as the chart draws them, {xs, smoothed, table: [xs, ...ys], y: extent},
+   * made again only when its series or the view changed.
+   */
+  part({ series, t0 }, view) {
+    const key = `${view.x} ${view.smooth} ${view.log} ${t0} ${series.version}`;
+    const held = this.parts.get(series);
+    if (held?.key === key) return held;
+    const xs = xValues(series, view.x, t0);
+    const smoothed = view.smooth > 0 ? ema(series.mean, series.count, view.smooth) : null;
+    const table = [xs];
+    if (series.downsampled) table.push(positive(series.min, view.log), positive(series.max, view.log));
+    table.push(positive(series.mean, view.log));
+    if (smoothed) table.push(positive(smoothed, view.log));
+    const part = { key, xs, smoothed, table, y: extent([table]) };
+    this.parts.set(series, part);
+    return part;
   }
 
   describe(entries) {
@@ -150,15 +185,17 @@ export class Chart {
     const signature = badges.map((b) => b.textContent + b.title).join("\n");
     if (signature !== this.badgeSignature) {
       this.badgeSignature = signature;
-      this.badges.replaceChildren(...badges);
+      // In place: a live point changes only the count's text.
+      morph(this.badges, h("span", { class: "badges" }, badges));
     }
     const empty = drawn === 0;
-    this.note.hidden = !empty;
-    this.note.textContent = empty
+    const note = empty
       ? invalid
         ? "No finite values: every reported value was NaN or ±inf (marked)."
         : "No points in this range."
       : "";
+    if (this.note.hidden !== !empty) this.note.hidden = !empty;
+    if (this.note.textContent !== note) this.note.textContent = note;
   }
 
   showNote(text) {
@@ -262,6 +299,27 @@ export class Chart {
   }
 }
 
+/** uPlot's series and bands for the runs' tables as part() makes them. */
+function seriesOptions(entries, smooth) {
+  const series = [{}];
+  const bands = [];
+  for (const { run, series: data } of entries) {
+    if (data.downsampled) {
+      const base = series.length;
+      series.push(edge(`${run.label} min`), edge(`${run.label} max`));
+      bands.push({ series: [base + 1, base], fill: fade(run.color, 0.16) });
+    }
+    series.push({
+      label: run.label,
+      stroke: smooth ? fade(run.color, 0.3) : run.color,
+      width: smooth ? 1 : 1.5,
+      spanGaps: false,
+    });
+    if (smooth) series.push({ label: `${run.label} (EMA)`, stroke: run.color, width: 1.75 });
+  }
+  return [series, bands];
+}
+
 /** The lowest and highest value given to the chart (band edges included). */
 function extent(tables) {
   let lo = Infinity;
@@ -274,6 +332,59 @@ function extent(tables) {
         if (v > hi) hi = v;
       }
     }
+  }
+  return [lo, hi];
+}
+
+/**
+ * Whether `tables` (one per run: [xs, ...ys], then the marks' xs) would be drawn where the
+ * last drawing put them, within a quarter of a canvas pixel: the same y extent (so the same
+ * y scale) and every x and y position moved less than that. Runs are compared one by one
+ * (their joined table gains a row whenever one run's last x moves); the x scale spans the
+ * lowest to the highest x. A run whose part did not change moves only with the x scale, and
+ * most at its ends (positions are linear in x), so only its first and last x are checked.
+ */
+function samePlace(drawn, parts, tables, y, bbox, log) {
+  if (!drawn || drawn.copies.length !== tables.length) return false;
+  if (y[0] !== drawn.y[0] || y[1] !== drawn.y[1]) return false;
+  const [oa, ob] = xExtent(drawn.copies);
+  const [na, nb] = xExtent(tables);
+  if (!(ob > oa && nb > na)) return false;
+  const xMoved = (u, v) => !(Math.abs(((v - na) / (nb - na) - (u - oa) / (ob - oa)) * bbox.width) < TOLERANCE);
+  const scaled = (v) => (log ? Math.log10(v) : v);
+  const [ya, yb] = [scaled(y[0]), scaled(y[1])];
+  // The y extent stands for the scale: the scale is wider, so positions move less than this.
+  const yPx = yb > ya ? bbox.height / (yb - ya) : Infinity;
+  for (let t = 0; t < tables.length; t++) {
+    const [ox, ...oys] = drawn.copies[t];
+    const [nx, ...nys] = tables[t];
+    if (ox.length !== nx.length || oys.length !== nys.length) return false;
+    if (!nx.length) continue;
+    if (parts[t] && drawn.parts[t] === parts[t]) {
+      if (xMoved(ox[0], nx[0]) || xMoved(ox[ox.length - 1], nx[nx.length - 1])) return false;
+      continue;
+    }
+    for (let i = 0; i < nx.length; i++) if (xMoved(ox[i], nx[i])) return false;
+    for (let c = 0; c < nys.length; c++) {
+      const u = oys[c];
+      const v = nys[c];
+      for (let i = 0; i < v.length; i++) {
+        if (u[i] === v[i]) continue;
+        if (u[i] == null || v[i] == null || !(Math.abs(scaled(v[i]) - scaled(u[i])) * yPx < TOLERANCE)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+/** The lowest and highest x of tables whose xs ascend. */
+function xExtent(tables) {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const [xs] of tables) {
+    if (!xs.length) continue;
+    lo = Math.min(lo, xs[0]);
+    hi = Math.max(hi, xs[xs.length - 1]);
   }
   return [lo, hi];
 }

@@ -50,16 +50,16 @@ export class Legend {
       const n = entry.xs.length;
       const index = n === 0 ? -1 : x == null ? n - 1 : nearest(entry.xs, x);
       if (index < 0) {
-        value.textContent = "no data";
-        raw.textContent = "";
+        setText(value, "no data");
+        setText(raw, "");
         return;
       }
       const shown = entry.smooth ? entry.smooth[index] : entry.raw[index];
-      value.textContent = fmtNum(shown);
-      raw.textContent = entry.smooth ? `raw ${fmtNum(entry.raw[index])}` : "";
+      setText(value, fmtNum(shown));
+      setText(raw, entry.smooth ? `raw ${fmtNum(entry.raw[index])}` : "");
       if (where === null) where = this.describe(entry, index);
     });
-    this.where.textContent = where ?? "";
+    setText(this.where, where ?? "");
   }
 
   describe(entry, index) {
@@ -71,4 +71,9 @@ export class Legend {
     if (this.axis === "relative") return `+${fmtDuration(entry.xs[index])} · ${steps}`;
     return steps;
   }
+}
+
+/** Text set only when it differs: every write would make the browser lay the legend out. */
+function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
 }

@@ -13,17 +13,39 @@ export class Series {
     this.time = [];
     this.points = 0;
     this.downsampled = false;
+    this.version = 0; // counts the appends that changed it
   }
 
   static from(body) {
-    return new Series().append(body);
+    const series = new Series().append(body);
+    // The steps a bucket of this reduction covers, on average.
+    series.span = series.length ? (series.lastStep - series.stepMin[0] + 1) / series.length : 1;
+    return series;
   }
 
-  /** Add the buckets of a response; those not after the last step are ignored. */
-  append(body) {
-    const last = this.lastStep;
+  /**
+   * Add the buckets of a response; those not after the last step are ignored. With merge,
+   * a downsampled series folds new points into its last bucket while that bucket covers no
+   * more steps than the others, so a live point changes one bucket instead of adding one.
+   */
+  append(body, { merge = false } = {}) {
+    if (body.buckets.length) this.version += 1;
+    let last = this.lastStep;
     for (const b of body.buckets) {
       if (last != null && b.step_min <= last) continue;
+      last = b.step_max;
+      const i = this.stepMin.length - 1;
+      if (merge && this.downsampled && i >= 0 && b.step_max - this.stepMin[i] < this.span) {
+        const count = this.count[i] + b.count;
+        this.mean[i] = (this.mean[i] * this.count[i] + b.mean * b.count) / count;
+        this.count[i] = count;
+        this.min[i] = Math.min(this.min[i], b.min);
+        this.max[i] = Math.max(this.max[i], b.max);
+        this.stepMax[i] = b.step_max;
+        this.time[i] = b.time;
+        this.points += b.count;
+        continue;
+      }
       this.stepMin.push(b.step_min);
       this.stepMax.push(b.step_max);
       this.count.push(b.count);
@@ -44,6 +66,11 @@ export class Series {
   get lastStep() {
     return this.stepMax.length ? this.stepMax[this.stepMax.length - 1] : null;
   }
+}
+
+/** A pushed point [step, value, time] as a bucket of one. */
+export function pointBucket([step, value, time]) {
+  return { step_min: step, step_max: step, count: 1, min: value, max: value, mean: value, last: value, time };
 }
 
 /**

@@ -39,6 +39,31 @@ export function safeUrl(url) {
   return text;
 }
 
+/**
+ * Make `el` show what `fresh` (a newly built version of it) shows, touching only what
+ * differs: changed text is set in place, a subtree that differs otherwise is replaced. A
+ * live header redrawn on every update then costs the browser little layout and paint.
+ * Listeners stay those of `el`.
+ */
+export function morph(el, fresh) {
+  if (el.nodeType !== fresh.nodeType || el.nodeName !== fresh.nodeName) {
+    el.replaceWith(fresh);
+  } else if (el.nodeType === Node.TEXT_NODE) {
+    if (el.data !== fresh.data) el.data = fresh.data;
+  } else if (!sameAttributes(el, fresh) || el.childNodes.length !== fresh.childNodes.length) {
+    el.replaceWith(fresh);
+  } else {
+    const children = [...fresh.childNodes];
+    [...el.childNodes].forEach((child, i) => morph(child, children[i]));
+  }
+}
+
+function sameAttributes(a, b) {
+  if (a.attributes.length !== b.attributes.length) return false;
+  for (const { name, value } of b.attributes) if (a.getAttribute(name) !== value) return false;
+  return true;
+}
+
 /** A message that says what is missing, never a blank page. */
 export function empty(title, ...detail) {
   return h("div", { class: "empty" }, h("p", { class: "empty-title", text: title }), ...detail.map(

@@ -103,11 +103,13 @@ export async function reportsPage() {
   const counts = new Map(names.map((name) => [name, known.get(name).alert_count]));
   watchRuns(
     names.map((name) => ({ project, run: name, key: `${project}/${name}` })),
-    async (ref, run) => {
-      if (counts.get(ref.run) === run.alert_count) return;
-      counts.set(ref.run, run.alert_count);
-      await load(ref.run);
-      render();
+    {
+      onRun: async (ref, run) => {
+        if (counts.get(ref.run) === run.alert_count) return;
+        counts.set(ref.run, run.alert_count);
+        await load(ref.run);
+        render();
+      },
     },
   );
 }

@@ -6,7 +6,7 @@ import * as api from "../lib/api.js";
 import { Board } from "../charts/board.js";
 import { runColor } from "../lib/colors.js";
 import { debug } from "../lib/debug.js";
-import { crumbs, empty, h, mount } from "../lib/dom.js";
+import { crumbs, empty, h, morph, mount } from "../lib/dom.js";
 import { fmtInt } from "../lib/format.js";
 import { watchRuns } from "../lib/live.js";
 import { listParam, readView, writeView } from "../lib/url.js";
@@ -14,7 +14,7 @@ import { ValidationView } from "../evaluation/validation.js";
 import { EventsView } from "../events/eventsview.js";
 import { LogView } from "../logs/logview.js";
 import { chartControls } from "./controls.js";
-import { alertStrip, compareHeader, runHeader } from "./runheader.js";
+import { alertStrip, compareHeader, compareRow, runHeader } from "./runheader.js";
 
 export function runPage(project, run) {
   crumbs([[project, api.page.project(project)], [run, null]]);
@@ -89,10 +89,14 @@ async function chartsPage(wanted, { single }) {
 
   const head = h("div");
   const strip = h("div");
-  const renderHead = () => {
-    head.replaceChildren(
-      single ? runHeader(runs.get(refs[0].key)) : compareHeader(refs, runs, (ref) => removeRun(refs, ref)),
-    );
+  const removeHref = (ref) => removeRun(refs, ref);
+  // The header changes with every live update: it is changed in place, and in a comparison
+  // only the changed run's row is made again.
+  const renderHead = (ref = null) => {
+    const row = ref && !single ? head.querySelector("tbody")?.rows[refs.indexOf(ref)] : null;
+    if (row) morph(row, compareRow(ref, runs.get(ref.key), refs.length > 1 ? removeHref : null));
+    else if (head.firstChild) morph(head.firstChild, single ? runHeader(runs.get(refs[0].key)) : compareHeader(refs, runs, removeHref));
+    else head.append(single ? runHeader(runs.get(refs[0].key)) : compareHeader(refs, runs, removeHref));
   };
   renderHead();
 
@@ -184,9 +188,8 @@ async function chartsPage(wanted, { single }) {
 
   const liveState = h("span", { class: "live-state", text: "connecting…" });
   head.after(h("div", { class: "live-line" }, liveState));
-  watchRuns(
-    refs,
-    (ref, run) => {
+  watchRuns(refs, {
+    onRun: (ref, run, { catchUp }) => {
       const before = runs.get(ref.key);
       runs.set(ref.key, run);
       // Events and outcomes move only last_observation_id: the tabs that show them fetch.
@@ -200,15 +203,17 @@ async function chartsPage(wanted, { single }) {
       }
       // A stream's first event is the run as it is now: nothing to fetch if it is unchanged.
       if (before && sameRun(before, run)) return;
-      renderHead();
+      renderHead(ref);
       refreshAlerts(ref, run);
-      board.update(ref);
+      // Otherwise the new points came with the stream, just before.
+      if (catchUp) board.update(ref);
     },
-    (state) => {
+    onPoints: (ref, metrics) => board.push(ref, metrics),
+    onState: (state) => {
       liveState.textContent = state === "reconnecting" ? "reconnecting…" : state === "polling" ? "live (polling)" : "live";
       liveState.className = `live-state ${state}`;
     },
-  );
+  });
 }
 
 function sameRun(a, b) {

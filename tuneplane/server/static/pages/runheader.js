@@ -49,32 +49,34 @@ export function compareHeader(refs, runs, removeHref) {
       h(
         "tbody",
         {},
-        refs.map((ref) => {
-          const run = runs.get(ref.key);
-          return h(
-            "tr",
-            { dataset: { run: ref.run } },
-            h("td", {}, h("i", { class: "swatch", style: { background: ref.color } })),
-            h("td", {}, h("a", { href: api.page.run(ref.project, ref.run), text: ref.label })),
-            h("td", {}, statusBadge(run)),
-            h("td", {}, healthBadge(run)),
-            h("td", { class: "num", text: `step ${fmtInt(run.last_step)}` }),
-            h("td", { title: fmtTime(run.updated_at), text: fmtAgo(run.updated_at) }),
-            h("td", {}, configChips(run.config, 3)),
-            h("td", {}, h("a", { href: api.csvUrl(ref.project, ref.run), download: true, text: "CSV" })),
-            h("td", {}, refs.length > 1
-                ? h("a", {
-                    href: removeHref(ref),
-                    title: "remove from the comparison",
-                    text: "remove",
-                    // The view may have changed since this was drawn: link the current one.
-                    onclick: (event) => event.currentTarget.setAttribute("href", removeHref(ref)),
-                  })
-                : null),
-          );
-        }),
+        refs.map((ref) => compareRow(ref, runs.get(ref.key), refs.length > 1 ? removeHref : null)),
       ),
     ),
+  );
+}
+
+/** One run's row of the comparison's header; removeHref(ref) is null for the only run. */
+export function compareRow(ref, run, removeHref) {
+  return h(
+    "tr",
+    { dataset: { run: ref.run } },
+    h("td", {}, h("i", { class: "swatch", style: { background: ref.color } })),
+    h("td", {}, h("a", { href: api.page.run(ref.project, ref.run), text: ref.label })),
+    h("td", {}, statusBadge(run)),
+    h("td", {}, healthBadge(run)),
+    h("td", { class: "num", text: `step ${fmtInt(run.last_step)}` }),
+    h("td", { title: fmtTime(run.updated_at), text: fmtAgo(run.updated_at) }),
+    h("td", {}, configChips(run.config, 3)),
+    h("td", {}, h("a", { href: api.csvUrl(ref.project, ref.run), download: true, text: "CSV" })),
+    h("td", {}, removeHref
+        ? h("a", {
+            href: removeHref(ref),
+            title: "remove from the comparison",
+            text: "remove",
+            // The view may have changed since this was drawn: link the current one.
+            onclick: (event) => event.currentTarget.setAttribute("href", removeHref(ref)),
+          })
+        : null),
   );
 }
 
