@@ -2,8 +2,9 @@
 
 import math
 from collections import Counter
+from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuneplane.client.batches import (
@@ -160,3 +161,67 @@ def test_every_point_is_accounted_for(
         for step in e["steps"]
     }
     assert sent == set(last_value)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=6),
+            st.dictionaries(
+                st.sampled_from(["a", "b", "c", ""]),
+                st.one_of(
+                    st.floats(allow_nan=True, allow_infinity=True),
+                    st.integers(min_value=-5, max_value=5),
+                ),
+                max_size=4,
+            ),
+        ),
+        max_size=40,
+    ),
+    st.integers(min_value=1, max_value=9),
+)
+def test_batches_deliver_the_last_report_of_every_metric_and_step(
+    reports: list[tuple[int, dict[str, float]]], max_points: int
+) -> None:
+    """Whatever mix of new, repeated and earlier steps: applied in order, the batches leave
+    each (metric, step) at its last reported value, and every point is accounted for."""
+    builder = BatchBuilder(max_points=max_points)
+    batches = [batch for step, metrics in reports for batch in builder.add(step, metrics)]
+    if (last := builder.finish()) is not None:
+        batches.append(last)
+    model: dict[tuple[str, int], object] = {}
+    for step, metrics in reports:
+        for name, value in metrics.items():
+            if name:
+                number = float(value)
+                model[name, step] = number if math.isfinite(number) else str(number)
+    delivered: dict[tuple[str, int], object] = {}
+    for batch in batches:
+        parse_scalars(batch.body)  # the server's own parser accepts it
+        assert batch.points <= max_points
+        body: dict[str, Any] = batch.body
+        entries = [*body["series"], *body.get("invalid", [])]
+        assert sum(len(entry["steps"]) for entry in entries) == batch.points
+        for entry in entries:
+            reported = entry.get("values", entry.get("kinds"))
+            for step, value in zip(entry["steps"], reported, strict=True):
+                delivered[entry["name"], step] = value
+    assert delivered == model
+    sent = sum(batch.settles for batch in batches)
+    dropped = sum(builder.take_dropped().values())
+    assert sent + dropped == sum(len(metrics) for _, metrics in reports)
+
+
+def test_a_step_split_across_batches_still_merges_its_repeats() -> None:
+    """A call cut by a full batch leaves its step in the next batch: a repeat of that step
+    merges there instead of being sent twice."""
+    batches = build([(0, {"a": 1.0, "b": 2.0, "c": 3.0}), (0, {"c": 5.0})], max_points=2)
+    assert [batch.body["series"] for batch in batches] == [
+        [
+            {"name": "a", "steps": [0], "values": [1.0]},
+            {"name": "b", "steps": [0], "values": [2.0]},
+        ],
+        [{"name": "c", "steps": [0], "values": [5.0]}],
+    ]
+    assert [(batch.points, batch.merged) for batch in batches] == [(2, 0), (1, 1)]

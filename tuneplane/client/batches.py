@@ -24,6 +24,8 @@ BAD_NAME: Final = "invalid metric name"
 NOT_A_NUMBER: Final = "not a number"
 TOO_MANY_SERIES: Final = f"over {RUN_MAX_SERIES} series"
 
+_FLOAT: Final = {float}
+
 
 @dataclass(frozen=True, slots=True)
 class Batch:
@@ -89,6 +91,8 @@ class BatchBuilder:
         self._count = 0
         self._invalid = 0
         self._merged = 0
+        #: The highest step in the batch: a call past it cannot repeat a (metric, step).
+        self._last_step = -1
         #: Points that will not be sent, by reason, until ``take_dropped``.
         self.dropped: Counter[str] = Counter()
         #: The first problem seen of each reason, for a log line.
@@ -99,6 +103,27 @@ class BatchBuilder:
         checked = _as_step(step)
         if checked is None:
             self._drop(BAD_STEP, len(metrics), f"step {step!r} is not an integer 0..2**63-1")
+            return
+        values = metrics.values()
+        if (
+            checked > self._last_step
+            and self._count + len(metrics) <= self._max_points
+            and self._names.issuperset(metrics)
+            and set(map(type, values)) == _FLOAT
+            and all(map(math.isfinite, values))  # type: ignore[arg-type]
+        ):
+            # The usual call, known names with finite floats at a new step: no check per
+            # point is left to do.
+            pending = self._pending
+            for name, value in metrics.items():
+                series = pending.get(name)  # type: ignore[call-overload]
+                if series is None:
+                    series = pending[name] = {}  # type: ignore[index]
+                series[checked] = value
+            self._count += len(metrics)
+            self._last_step = checked
+            if self._count >= self._max_points:
+                yield self._take()
             return
         for name, value in metrics.items():
             if name not in self._names and not self._admit(name):
@@ -123,6 +148,8 @@ class BatchBuilder:
                 self._invalid += 1
             if self._count >= self._max_points:
                 yield self._take()
+        # After any batch taken above: the points left of this call are in the new one.
+        self._last_step = max(self._last_step, checked)
 
     def finish(self) -> Batch | None:
         """The partly filled batch, if any."""
@@ -182,4 +209,5 @@ class BatchBuilder:
         self._count = 0
         self._invalid = 0
         self._merged = 0
+        self._last_step = -1
         return batch
