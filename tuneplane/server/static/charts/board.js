@@ -12,6 +12,8 @@ import { Series, pointBucket, stepRange, xValues } from "./series.js";
 
 /** Live changes wait at most this long for other runs' changes before being drawn. */
 const FLUSH_MAX_MS = 1000;
+/** Live changes are drawn in at most one frame this often. */
+const LIVE_FRAME_MS = 250;
 /** Charts whose new points one live request asks for (the server takes at most 64). */
 const TAIL_METRICS = 32;
 
@@ -32,18 +34,21 @@ function byProject(refs) {
 }
 
 export class Board {
-  constructor(refs, view, { onZoom = () => {}, onMetrics = () => {} } = {}) {
+  constructor(refs, view, { onZoom = () => {}, onMetrics = () => {}, onFrame = () => {} } = {}) {
     this.refs = refs;
     this.view = view;
     this.onZoom = onZoom;
     this.onMetrics = onMetrics;
+    this.onFrame = onFrame;
     this.range = view.zoom ?? null; // [lo, hi] in x units while zoomed
     this.summaries = new Map(); // run key -> Map(metric -> summary)
     this.slots = new Map(); // metric -> slot
     this.refreshing = new Map(); // run key -> {running, again}
     this.dirty = new Set(); // slots changed by live updates, drawn together
     this.dirtySince = null;
-    this.frame = null;
+    this.frame = null; // the live frame asked for (a timer, then an animation frame)
+    this.lastFrame = -Infinity;
+    this.wanted = false;
     this.el = h("div", { class: "board" });
     this.observer = new IntersectionObserver((seen) => this.onVisible(seen), {
       rootMargin: "200px 0px",
@@ -448,28 +453,45 @@ export class Board {
     for (const slot of changed) this.markDirty(slot);
   }
 
+  /** Something outside the charts (the page's header) changed: draw it in the next live frame. */
+  wantFrame() {
+    this.wanted = true;
+    this.flushSoon();
+  }
+
   /**
-   * Draw the changed charts in one frame once no run is still catching up (several runs
-   * polled together change together), or after FLUSH_MAX_MS at the latest.
+   * Draw the changed charts, and call onFrame, in one frame once no run is still catching up
+   * (several runs polled together change together), or after FLUSH_MAX_MS at the latest.
+   * Live frames come at most every LIVE_FRAME_MS: the points of runs reporting one after
+   * another are drawn together, so the page lays out, paints and composites once for them.
    */
   flushSoon() {
-    if (!this.dirty.size || this.frame) return;
+    if (this.frame || !(this.dirty.size || this.wanted)) return;
     const busy = [...this.refreshing.values()].some((state) => state.running);
-    if (busy && performance.now() - this.dirtySince < FLUSH_MAX_MS) return;
-    this.frame = requestAnimationFrame(() => {
-      this.frame = null;
-      this.dirtySince = null;
-      const start = performance.now();
-      for (const dirty of this.dirty) {
-        if (dirty.zoomed) continue;
-        // A chart off screen is drawn when it scrolls back into view.
-        if (dirty.visible) this.drawSlot(dirty, true, { live: true });
-        else dirty.stale = true;
-      }
-      this.dirty.clear();
-      debug.updates += 1;
-      debug.lastUpdateMs = performance.now() - start;
-    });
+    if (this.dirty.size && busy && performance.now() - this.dirtySince < FLUSH_MAX_MS) return;
+    const wait = Math.max(0, this.lastFrame + LIVE_FRAME_MS - performance.now());
+    this.frame = setTimeout(() => {
+      this.frame = requestAnimationFrame(() => this.flush());
+    }, wait);
+  }
+
+  flush() {
+    this.frame = null;
+    this.lastFrame = performance.now();
+    this.wanted = false;
+    this.onFrame();
+    if (!this.dirty.size) return;
+    this.dirtySince = null;
+    const start = performance.now();
+    for (const dirty of this.dirty) {
+      if (dirty.zoomed) continue;
+      // A chart off screen is drawn when it scrolls back into view.
+      if (dirty.visible) this.drawSlot(dirty, true, { live: true });
+      else dirty.stale = true;
+    }
+    this.dirty.clear();
+    debug.updates += 1;
+    debug.lastUpdateMs = performance.now() - start;
   }
 
   destroy() {

@@ -168,7 +168,9 @@ export class Chart {
         h("span", {
           class: "badge",
           title: "Downsampled by the server: each bucket's min–max is the shaded band",
-          text: `${fmtInt(points)} pts → ${fmtInt(drawn)}`,
+          // Large counts to three digits: an exact one changes with every live point, and
+          // each change repaints the chart (the run's header has the exact count).
+          text: `${points >= 1e5 ? fmtStep(points) : fmtInt(points)} pts → ${fmtInt(drawn)}`,
         }),
       );
     }
@@ -341,8 +343,9 @@ function extent(tables) {
  * last drawing put them, within a quarter of a canvas pixel: the same y extent (so the same
  * y scale) and every x and y position moved less than that. Runs are compared one by one
  * (their joined table gains a row whenever one run's last x moves); the x scale spans the
- * lowest to the highest x. A run whose part did not change moves only with the x scale, and
- * most at its ends (positions are linear in x), so only its first and last x are checked.
+ * lowest to the highest x. An x value that did not change moves only with the x scale, and
+ * positions are linear in x, so no such value of a run moves more than its first or last
+ * would: only those and the changed values are checked.
  */
 function samePlace(drawn, parts, tables, y, bbox, log) {
   if (!drawn || drawn.copies.length !== tables.length) return false;
@@ -360,11 +363,10 @@ function samePlace(drawn, parts, tables, y, bbox, log) {
     const [nx, ...nys] = tables[t];
     if (ox.length !== nx.length || oys.length !== nys.length) return false;
     if (!nx.length) continue;
-    if (parts[t] && drawn.parts[t] === parts[t]) {
-      if (xMoved(ox[0], nx[0]) || xMoved(ox[ox.length - 1], nx[nx.length - 1])) return false;
-      continue;
-    }
-    for (let i = 0; i < nx.length; i++) if (xMoved(ox[i], nx[i])) return false;
+    // Where the x values stayed, only the scale moved them: most at the ends.
+    if (xMoved(ox[0], ox[0]) || xMoved(ox[ox.length - 1], ox[ox.length - 1])) return false;
+    if (parts[t] && drawn.parts[t] === parts[t]) continue;
+    for (let i = 0; i < nx.length; i++) if (ox[i] !== nx[i] && xMoved(ox[i], nx[i])) return false;
     for (let c = 0; c < nys.length; c++) {
       const u = oys[c];
       const v = nys[c];

@@ -100,7 +100,13 @@ async function chartsPage(wanted, { single }) {
   };
   renderHead();
 
+  // Runs whose header changed, drawn in the board's next live frame with the charts.
+  const changedHeads = new Set();
   const board = new Board(refs, view, {
+    onFrame: () => {
+      for (const ref of changedHeads) renderHead(ref);
+      changedHeads.clear();
+    },
     onZoom: (range) => {
       controls.setZoom(range);
       view = { ...view, zoom: range };
@@ -203,7 +209,8 @@ async function chartsPage(wanted, { single }) {
       }
       // A stream's first event is the run as it is now: nothing to fetch if it is unchanged.
       if (before && sameRun(before, run)) return;
-      renderHead(ref);
+      changedHeads.add(ref);
+      board.wantFrame();
       refreshAlerts(ref, run);
       // Otherwise the new points came with the stream, just before.
       if (catchUp) board.update(ref);
