@@ -11,16 +11,16 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, select
 
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.limits import RUN_MAX_SERIES
 from tuneplane.contract.protocol import ScalarBatch
 from tuneplane.store.blocks import Points
-from tuneplane.store.dialect import upsert
 from tuneplane.store.points import SeriesChange, apply_changes, series_extremes
-from tuneplane.store.schema import invalid_points, metrics
+from tuneplane.store.schema import invalid_points
 from tuneplane.store.sql import Dialect
 
 SDK_EVENT = 0
@@ -74,32 +74,28 @@ class _Series:
             self.recompute = True
 
 
-def _load_series(connection: Connection, run_id: int, names: set[str]) -> dict[str, _Series]:
+def _load_series(sql: Dialect, run_id: int, names: set[str]) -> dict[str, _Series]:
     """The batch's series, created when new (within the run's series limit), locked on
     PostgreSQL so concurrent writers of one run apply their corrections one after another."""
-    columns = (
-        metrics.c.name,
-        metrics.c.id,
-        metrics.c.count,
-        metrics.c.invalid_count,
-        metrics.c.min_value,
-        metrics.c.max_value,
-        metrics.c.last_value,
-        metrics.c.first_step,
-        metrics.c.last_step,
-    )
-    query = select(*columns).where(
-        metrics.c.run_id == run_id, metrics.c.name.in_(bindparam("names", expanding=True))
-    )
-    if connection.dialect.name == "postgresql":
-        query = query.with_for_update()
     names_list = sorted(names)
-    found = {row.name: row for row in connection.execute(query, {"names": names_list})}
+    # Fixed SQL on the driver's cursor: built with SQLAlchemy, this lookup cost more than
+    # the rest of a batch's statements.
+    query = sql.sql(
+        "SELECT name, id, count, invalid_count, min_value, max_value, last_value, "
+        "first_step, last_step FROM metrics WHERE run_id = ? AND name IN "
+        f"({', '.join('?' * len(names_list))}) ORDER BY name"
+        + ("" if sql.is_sqlite else " FOR UPDATE")
+    )
+
+    def lookup() -> dict[str, tuple[Any, ...]]:
+        sql.cursor.execute(query, [run_id, *names_list])
+        return {row[0]: row for row in sql.cursor.fetchall()}
+
+    found = lookup()
     missing = [name for name in names_list if name not in found]
     if missing:
-        existing = connection.execute(
-            select(func.count()).select_from(metrics).where(metrics.c.run_id == run_id)
-        ).scalar_one()
+        sql.cursor.execute(sql.sql("SELECT count(*) FROM metrics WHERE run_id = ?"), [run_id])
+        (existing,) = sql.cursor.fetchone()
         if existing + len(missing) > RUN_MAX_SERIES:
             raise InvalidInput(
                 (
@@ -110,16 +106,14 @@ def _load_series(connection: Connection, run_id: int, names: set[str]) -> dict[s
                     ),
                 )
             )
-        connection.execute(
-            upsert(connection, metrics).on_conflict_do_nothing(
-                index_elements=[metrics.c.run_id, metrics.c.name]
+        sql.cursor.executemany(
+            sql.sql(
+                "INSERT INTO metrics (run_id, name, count, first_step, last_step) "
+                "VALUES (?, ?, 0, 0, 0) ON CONFLICT (run_id, name) DO NOTHING"
             ),
-            [
-                {"run_id": run_id, "name": name, "count": 0, "first_step": 0, "last_step": 0}
-                for name in missing
-            ],
+            [(run_id, name) for name in missing],
         )
-        found = {row.name: row for row in connection.execute(query, {"names": names_list})}
+        found = lookup()
     series = {}
     for name, row in found.items():
         state = _Series(*row[1:])
@@ -142,7 +136,7 @@ def _marked(connection: Connection, metric_id: int, steps: Sequence[int]) -> set
 def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> ScalarOutcome:
     now = time.time()
     sql = Dialect(connection)
-    series = _load_series(connection, run_id, batch.names)
+    series = _load_series(sql, run_id, batch.names)
     # Per series, the values to put and the steps reported invalid; a step reported both
     # ways in one batch is invalid (the invalid list is applied last).
     puts: dict[str, dict[int, float]] = {}
