@@ -8,7 +8,8 @@ What it measures:
 * **compare**: the same for 20 such runs overlaid (``/compare?project=…&runs=…``).
 * **live update**: with the run page open, 1 new point per series is posted (one Arena
   event with the 8 metrics); main-thread work is Chromium's ``TaskDuration`` (DevTools
-  ``Performance.getMetrics``) from before the post until the charts show the point, minus
+  ``Performance.getMetrics``) from before the post until every chart has taken the point
+  (drawn it, or kept its canvas because it would move nothing by a quarter pixel), minus
   what the page spends idle over the same time (measured while the harness polls the page
   as it does during an update). ``draw ms`` is the page's own measure of the
   synchronous redraw. The same is done for the comparison (1 point per series in each run).
