@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tuneplane.contract.environment import INGEST_TOKEN_PREFIX
@@ -18,6 +19,7 @@ from tuneplane.server.responses import error_response
 from tuneplane.server.state import app_state
 from tuneplane.store import credentials
 from tuneplane.store.credentials import TokenScope
+from tuneplane.store.database import Database
 
 INGEST_PREFIX = "/api/v1/ingest/"
 
@@ -49,8 +51,12 @@ def require_user(request: Request) -> None:
     state.known_keys.add(digest)
 
 
-def require_ingest_token(request: Request) -> TokenScope:
-    """A FastAPI dependency: the run and attempt an ingest token writes to."""
+async def require_ingest_token(request: Request) -> TokenScope:
+    """A FastAPI dependency: the run and attempt an ingest token writes to.
+
+    Asynchronous, so a token already resolved costs no trip through the thread pool (a
+    synchronous dependency would take one on every ingest request); only a token seen for
+    the first time is looked up, on a worker thread."""
     token = bearer(request)
     if token is None:
         raise Unauthorized("authorization: send 'Authorization: Bearer <ingest token>'")
@@ -58,10 +64,14 @@ def require_ingest_token(request: Request) -> TokenScope:
     digest = credentials.hash_secret(token)
     scope = state.known_tokens.get(digest)
     if scope is None or scope.expires_at <= time.time():
-        with state.database.connect() as connection:
-            scope = credentials.resolve_ingest_token(connection, token)
+        scope = await run_in_threadpool(_resolve_ingest_token, state.database, token)
         state.known_tokens[digest] = scope
     return scope
+
+
+def _resolve_ingest_token(database: Database, token: str) -> TokenScope:
+    with database.connect() as connection:
+        return credentials.resolve_ingest_token(connection, token)
 
 
 class IngestTokenGuard:
