@@ -120,6 +120,10 @@ def test_a_comparison_follows_its_runs_on_one_stream(page: Page, seeded: Seeded)
     post_steps(seeded, runs[3], range(5, 6), ("reward",))
     wait_points(page, "reward", f"{PROJECT}/{runs[1]}", 8)
     wait_points(page, "reward", f"{PROJECT}/{runs[3]}", 6)
+    # The header's rows of the changed runs follow too.
+    expect(page.locator(f'tr[data-run="{runs[1]}"] td.num')).to_have_text("step 7")
+    expect(page.locator(f'tr[data-run="{runs[3]}"] td.num')).to_have_text("step 5")
+    expect(page.locator(f'tr[data-run="{runs[0]}"] td.num')).to_have_text("step 4")
     assert points[fetched:] == []
     assert len(streams) == 1
     query = parse_qs(urlparse(streams[0]).query)
