@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Connection
@@ -35,6 +37,14 @@ def _clear(database: Database) -> None:
         connection.exec_driver_sql("DELETE FROM point_block_data")
 
     database.run_write(clear)
+
+
+@pytest.fixture(autouse=True)
+def _no_blocks_left_behind(database: Database) -> Iterator[None]:
+    """These tests write blocks of a made-up series id. Left in the shared PostgreSQL
+    database, they would become the points of whichever later test's series gets that id."""
+    yield
+    _clear(database)
 
 
 def _apply(database: Database, model: Model, change: SeriesChange) -> None:
