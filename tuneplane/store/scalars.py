@@ -8,7 +8,9 @@ NaN and infinities are kept in ``invalid_points``: counted and shown, never numb
 
 from __future__ import annotations
 
+import operator
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,25 +139,40 @@ def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> Sc
     now = time.time()
     sql = Dialect(connection)
     series = _load_series(sql, run_id, batch.names)
-    # Per series, the values to put and the steps reported invalid; a step reported both
+    # Per series, the steps reported invalid and the values to put; a step reported both
     # ways in one batch is invalid (the invalid list is applied last).
-    puts: dict[str, dict[int, float]] = {}
-    for entry in batch.series:
-        puts.setdefault(entry.name, {}).update(zip(entry.steps, entry.values, strict=True))
     invalids: dict[str, dict[int, str]] = {}
     for reported in batch.invalid:
         invalids.setdefault(reported.name, {}).update(
             zip(reported.steps, reported.kinds, strict=True)
         )
-        for step in reported.steps:
-            puts.get(reported.name, {}).pop(step, None)
+    # A series sent once, in step order and with no invalid steps (the usual batch), is put
+    # as it came; the others are merged step by step.
+    entries = Counter(entry.name for entry in batch.series)
+    puts: dict[str, tuple[Sequence[int], Sequence[float]]] = {}
+    merged: dict[str, dict[int, float]] = {}
+    for entry in batch.series:
+        steps = entry.steps
+        if (
+            entries[entry.name] == 1
+            and entry.name not in invalids
+            and all(map(operator.lt, steps, steps[1:]))
+        ):
+            puts[entry.name] = (steps, entry.values)
+        else:
+            merged.setdefault(entry.name, {}).update(zip(steps, entry.values, strict=True))
+    for name, by_step in merged.items():
+        for step in invalids.get(name, ()):
+            by_step.pop(step, None)
+        ordered = sorted(by_step)
+        puts[name] = (ordered, [by_step[step] for step in ordered])
 
     changes = {}
     for name, state in series.items():
-        values = puts.get(name, {})
-        steps = sorted(values)
+        put_steps, put_values = puts.get(name, ((), ()))
+        count = len(put_steps)
         changes[state.id] = SeriesChange(
-            Points(steps, [SDK_EVENT] * len(steps), [values[s] for s in steps], [now] * len(steps)),
+            Points(list(put_steps), [SDK_EVENT] * count, list(put_values), [now] * count),
             [(step, SDK_EVENT) for step in sorted(invalids.get(name, ()))],
         )
     effects = apply_changes(sql, changes)
