@@ -17,9 +17,9 @@ from sqlalchemy import Connection
 from tuneplane.contract.arena import ArenaAlert, ArenaBatch, ArenaLog
 from tuneplane.store import arena_postgres
 from tuneplane.store.database import Database
-from tuneplane.store.points import write_points
+from tuneplane.store.points import NewEvent, write_points
 from tuneplane.store.runs import KnownRun, config_conflict, ensure_run
-from tuneplane.store.sql import Dialect, flat
+from tuneplane.store.sql import Dialect, chunks, flat
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,29 +41,43 @@ class IngestOutcome:
         }
 
 
-def _store_logs(sql: Dialect, run_id: int, logs: Sequence[ArenaLog], now: float) -> tuple[int, int]:
-    """Store log events whose ``log_id``s are distinct; returns (new events, new points)."""
-    rows = [(run_id, log.log_id, log.step, now) for log in logs]
-    sql.cursor.execute(
-        sql.sql(
-            "INSERT INTO events (run_id, log_id, step, received_at) VALUES "
-            f"{sql.values(4, len(rows))} ON CONFLICT (run_id, log_id) DO NOTHING "
-            "RETURNING id, log_id"
-        ),
-        flat(rows),
-    )
-    event_ids = {log_id: event_id for event_id, log_id in sql.cursor.fetchall()}
-    new_logs = [log for log in logs if log.log_id in event_ids]
-    point_count = write_points(
-        sql, run_id, [(log.step, event_ids[log.log_id], log.metrics) for log in new_logs], now
-    )
-    if new_logs:
+def _store_logs(
+    sql: Dialect, logs: Sequence[tuple[int, Sequence[ArenaLog]]], now: float
+) -> list[tuple[int, int]]:
+    """Store the log events of several batches, given as (run id, events with distinct
+    ``log_id``s, none repeated by another batch of the run); returns (new events, new
+    points) per batch."""
+    rows = [(run_id, log.log_id, log.step, now) for run_id, found in logs for log in found]
+    event_ids: dict[tuple[int, str], int] = {}
+    for part in chunks(rows, 4):
         sql.cursor.execute(
-            "UPDATE runs SET updated_at = ?, point_count = point_count + ?, "
-            "last_step = max(coalesce(last_step, -1), ?) WHERE id = ?",
-            [now, point_count, max(log.step for log in new_logs), run_id],
+            "INSERT INTO events (run_id, log_id, step, received_at) VALUES "
+            f"{sql.values(4, len(part))} ON CONFLICT (run_id, log_id) DO NOTHING "
+            "RETURNING id, run_id, log_id",
+            flat(part),
         )
-    return len(new_logs), point_count
+        event_ids.update(
+            ((run_id, log_id), event_id) for event_id, run_id, log_id in sql.cursor.fetchall()
+        )
+    new_events: dict[int, list[NewEvent]] = {}
+    stored = []
+    for run_id, found in logs:
+        new = [log for log in found if (run_id, log.log_id) in event_ids]
+        new_events.setdefault(run_id, []).extend(
+            (log.step, event_ids[run_id, log.log_id], log.metrics) for log in new
+        )
+        stored.append((len(new), sum(len(log.metrics) for log in new)))
+    write_points(sql, new_events, now)
+    sql.cursor.executemany(
+        "UPDATE runs SET updated_at = ?, point_count = point_count + ?, "
+        "last_step = max(coalesce(last_step, -1), ?) WHERE id = ?",
+        [
+            (now, sum(len(values) for _, _, values in events), max(e[0] for e in events), run_id)
+            for run_id, events in new_events.items()
+            if events
+        ],
+    )
+    return stored
 
 
 def _store_alerts(sql: Dialect, run_id: int, alerts: Sequence[ArenaAlert], now: float) -> int:
@@ -106,12 +120,8 @@ def ingest_arena(connection: Connection, writes: list[ArenaWrite]) -> list[Inges
         unique = [log for log in unique if log.log_id not in earlier]
         earlier.update(log.log_id for log in unique)
         logs.append((run.id, unique))
-    if sql.is_sqlite:
-        stored = [
-            _store_logs(sql, run_id, found, now) if found else (0, 0) for run_id, found in logs
-        ]
-    else:
-        stored = arena_postgres.store_logs(sql, logs, now)
+    store = _store_logs if sql.is_sqlite else arena_postgres.store_logs
+    stored = store(sql, logs, now)
 
     outcomes = []
     for (batch, _), (run, created), (logs_new, points) in zip(writes, runs, stored, strict=True):

@@ -279,22 +279,22 @@ def _merge(sql: Dialect, metric_id: int, change: SeriesChange, writes: _Writes) 
     return effect
 
 
-def write_points(sql: Dialect, run_id: int, new_events: Sequence[NewEvent], now: float) -> int:
-    """Store the points of new Arena events (never seen before) and fold them into their
-    series summaries. Returns the number of points stored."""
-    series: dict[str, list[tuple[int, int, float]]] = {}
-    for step, event_id, values in new_events:
-        for name, value in values.items():
-            points_of = series.get(name)
-            if points_of is None:
-                series[name] = [(step, event_id, value)]
-            else:
-                points_of.append((step, event_id, value))
+def write_points(sql: Dialect, new_events: Mapping[int, Sequence[NewEvent]], now: float) -> None:
+    """Store the points of new Arena events (never seen before), given per run id, and fold
+    them into their series summaries."""
+    series: dict[tuple[int, str], list[tuple[int, int, float]]] = {}
+    for run_id, found in new_events.items():
+        for step, event_id, values in found:
+            for name, value in values.items():
+                points_of = series.get((run_id, name))
+                if points_of is None:
+                    series[run_id, name] = [(step, event_id, value)]
+                else:
+                    points_of.append((step, event_id, value))
     if not series:
-        return 0
-    metric_ids = _fold_summaries(sql, _summaries(run_id, series))
-    store_new_points(sql, {metric_ids[name]: found for name, found in series.items()}, now)
-    return sum(len(found) for found in series.values())
+        return
+    metric_ids = _fold_summaries(sql, _summaries(series))
+    store_new_points(sql, {metric_ids[key]: points for key, points in series.items()}, now)
 
 
 def store_new_points(
@@ -315,10 +315,10 @@ def store_new_points(
     apply_changes(sql, changes)
 
 
-def _summaries(run_id: int, series: dict[str, list[tuple[int, int, float]]]) -> list[_Summary]:
+def _summaries(series: dict[tuple[int, str], list[tuple[int, int, float]]]) -> list[_Summary]:
     """(run, name, count, min, max, first step, last step, last value) per series."""
     rows = []
-    for name, series_points in series.items():
+    for (run_id, name), series_points in series.items():
         values = [value for _, _, value in series_points]
         last = series_points[0]
         for point in series_points:
@@ -332,11 +332,12 @@ def _summaries(run_id: int, series: dict[str, list[tuple[int, int, float]]]) -> 
     return rows
 
 
-def _fold_summaries(sql: Dialect, rows: list[_Summary]) -> dict[str, int]:
+def _fold_summaries(sql: Dialect, rows: list[_Summary]) -> dict[tuple[int, str], int]:
     """Upsert the summaries; corrections of extrema happen in SQL against the stored row.
-    Rows go in name order, so concurrent batches lock their series in the same order."""
-    metric_ids: dict[str, int] = {}
-    for part in chunks(sorted(rows, key=lambda row: row[1]), 8):
+    Rows go in (run, name) order, so concurrent batches lock their series in the same
+    order."""
+    metric_ids: dict[tuple[int, str], int] = {}
+    for part in chunks(sorted(rows, key=lambda row: row[:2]), 8):
         sql.cursor.execute(
             sql.sql(
                 "INSERT INTO metrics (run_id, name, count, min_value, max_value, first_step, "
@@ -349,11 +350,13 @@ def _fold_summaries(sql: Dialect, rows: list[_Summary]) -> dict[str, int]:
                 "last_value = CASE WHEN excluded.last_step >= metrics.last_step "
                 "THEN excluded.last_value ELSE metrics.last_value END, "
                 f"last_step = {sql.greatest}(metrics.last_step, excluded.last_step) "
-                "RETURNING id, name"
+                "RETURNING id, run_id, name"
             ),
             flat(part),
         )
-        metric_ids.update((name, metric_id) for metric_id, name in sql.cursor.fetchall())
+        metric_ids.update(
+            ((run_id, name), metric_id) for metric_id, run_id, name in sql.cursor.fetchall()
+        )
     return metric_ids
 
 
