@@ -83,11 +83,30 @@ class _Writes:
         self.deletes += [(metric_id, first_step) for first_step in first_steps]
         self.inserts += [(metric_id, *row) for row in cut(points)]
 
-    def extend(self, metric_id: int, first_step: int, points: Points) -> None:
-        """Rewrite a block that ``points`` start with, in place; what overflows it goes to
-        new blocks."""
+    def extend(self, metric_id: int, tail: _Tail, put: Points) -> None:
+        """Add points after a series' last block: within the block when they fit (its
+        arrays grow by the new points' bytes, its rollups fold theirs in, as PostgreSQL
+        does in place), else the block and the new points are cut again."""
+        assert tail.packed is not None
+        if tail.count + len(put) <= BLOCK_POINTS:
+            new = next(cut(put))
+            self.updates.append(
+                (
+                    metric_id,
+                    tail.first_step,
+                    new[1],
+                    tail.count + new[2],
+                    min(tail.min_value, new[3]),
+                    max(tail.max_value, new[4]),
+                    tail.sum_value + new[5],
+                    *new[6:8],
+                    *(old + added for old, added in zip(tail.packed, new[8:], strict=True)),
+                )
+            )
+            return
+        points = Points.unpacked(*tail.packed)
+        points.extend(put)
         rows = list(cut(points))
-        assert rows[0][0] == first_step
         self.updates.append((metric_id, *rows[0]))
         self.inserts += [(metric_id, *row) for row in rows[1:]]
 
@@ -134,9 +153,8 @@ def apply_changes(sql: Dialect, changes: Mapping[int, SeriesChange]) -> dict[int
             effects[metric_id] = _merge(sql, metric_id, change, writes)
             continue
         effects[metric_id] = SeriesEffect(added=len(put))
-        if tail is not None and tail.points is not None:
-            tail.points.extend(put)
-            writes.extend(metric_id, tail.first_step, tail.points)
+        if tail is not None and tail.packed is not None:
+            writes.extend(metric_id, tail, put)
         elif put.steps:
             writes.replace(metric_id, (), put)
     writes.execute(sql)
@@ -203,22 +221,28 @@ def _append_in_place(sql: Dialect, changes: Mapping[int, SeriesChange]) -> set[i
 
 @dataclass(slots=True)
 class _Tail:
-    """A series' last block: where it starts and ends, and its points when it has room."""
+    """A series' last block: its range and rollups, and its packed arrays when it has
+    room."""
 
     first_step: int
     last_step: int
-    points: Points | None
+    count: int
+    min_value: float
+    max_value: float
+    sum_value: float
+    packed: tuple[bytes, bytes, bytes, bytes] | None
 
 
 def _tails(sql: Dialect, metric_ids: Sequence[int]) -> dict[int, _Tail]:
-    """The last block of each series, unpacked only when it has room for more points."""
+    """The last block of each series, with its arrays only when it has room for more
+    points."""
     room = f"b.count < {BLOCK_POINTS}"
     arrays = ", ".join(
         f"CASE WHEN {room} THEN d.{column} END" for column in ("steps", "events", "vals", "times")
     )
     one = (
-        "SELECT * FROM (SELECT b.metric_id, b.first_step, b.last_step, "
-        f"{arrays} FROM point_blocks b JOIN point_block_data d "
+        "SELECT * FROM (SELECT b.metric_id, b.first_step, b.last_step, b.count, b.min_value, "
+        f"b.max_value, b.sum_value, {arrays} FROM point_blocks b JOIN point_block_data d "
         "ON d.metric_id = b.metric_id AND d.first_step = b.first_step "
         "WHERE b.metric_id = ? ORDER BY b.first_step DESC LIMIT 1) AS t"
     )
@@ -227,9 +251,9 @@ def _tails(sql: Dialect, metric_ids: Sequence[int]) -> dict[int, _Tail]:
     for start in range(0, len(metric_ids), 250):
         part = metric_ids[start : start + 250]
         sql.cursor.execute(sql.sql(" UNION ALL ".join([one] * len(part))), list(part))
-        for metric_id, first_step, last_step, *packed in sql.cursor.fetchall():
-            points = None if packed[0] is None else Points.unpacked(*packed)
-            found[metric_id] = _Tail(first_step, last_step, points)
+        for metric_id, first, last, count, low, high, total, *arrays in sql.cursor.fetchall():
+            packed = None if arrays[0] is None else (arrays[0], arrays[1], arrays[2], arrays[3])
+            found[metric_id] = _Tail(first, last, count, low, high, total, packed)
     return found
 
 
