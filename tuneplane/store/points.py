@@ -240,19 +240,31 @@ def _tails(sql: Dialect, metric_ids: Sequence[int]) -> dict[int, _Tail]:
     arrays = ", ".join(
         f"CASE WHEN {room} THEN d.{column} END" for column in ("steps", "events", "vals", "times")
     )
-    one = (
-        "SELECT * FROM (SELECT b.metric_id, b.first_step, b.last_step, b.count, b.min_value, "
-        f"b.max_value, b.sum_value, {arrays} FROM point_blocks b JOIN point_block_data d "
+    last_block = (
+        "SELECT b.metric_id, b.first_step, b.last_step, b.count, b.min_value, b.max_value, "
+        f"b.sum_value, {arrays} FROM point_blocks b JOIN point_block_data d "
         "ON d.metric_id = b.metric_id AND d.first_step = b.first_step "
-        "WHERE b.metric_id = ? ORDER BY b.first_step DESC LIMIT 1) AS t"
+        "WHERE b.metric_id = {} ORDER BY b.first_step DESC LIMIT 1"
     )
+    if sql.is_sqlite:
+        # One term per series (SQLite allows 500 in a compound SELECT, and has no LATERAL).
+        one = f"SELECT * FROM ({last_block.format('?')}) AS t"
+        slices = (metric_ids[start : start + 250] for start in range(0, len(metric_ids), 250))
+        parts: list[tuple[str, list[Any]]] = [
+            (" UNION ALL ".join([one] * len(part)), list(part)) for part in slices
+        ]
+    else:
+        # One plan whatever the number of series.
+        query = (
+            "SELECT t.* FROM unnest(%s::int[]) AS m(id) "
+            f"CROSS JOIN LATERAL ({last_block.format('m.id')}) AS t"
+        )
+        parts = [(query, [list(metric_ids)])]
     found: dict[int, _Tail] = {}
-    # SQLite allows 500 terms in a compound SELECT.
-    for start in range(0, len(metric_ids), 250):
-        part = metric_ids[start : start + 250]
-        sql.cursor.execute(sql.sql(" UNION ALL ".join([one] * len(part))), list(part))
-        for metric_id, first, last, count, low, high, total, *arrays in sql.cursor.fetchall():
-            packed = None if arrays[0] is None else (arrays[0], arrays[1], arrays[2], arrays[3])
+    for statement, parameters in parts:
+        sql.cursor.execute(statement, parameters)
+        for metric_id, first, last, count, low, high, total, *data in sql.cursor.fetchall():
+            packed = None if data[0] is None else (data[0], data[1], data[2], data[3])
             found[metric_id] = _Tail(first, last, count, low, high, total, packed)
     return found
 
