@@ -11,6 +11,7 @@ into their blocks through ``points``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from tuneplane.contract.arena import ArenaLog
 from tuneplane.store.points import store_new_points
@@ -27,6 +28,11 @@ ev AS (
     ON CONFLICT (run_id, log_id) DO NOTHING
     RETURNING id, run_id, log_id, step
 ),
+all_new AS (
+    SELECT count(*) = %(events)s AS yes FROM ev
+),
+-- When every event is new (the usual batch), the summaries computed by the caller hold;
+-- otherwise the new events' points are gathered and summarized here.
 pts AS (
     SELECT ev.id AS event_id, ev.run_id, ev.step, (%(names)s::text[])[p.name_ord] AS name,
            p.value
@@ -34,11 +40,18 @@ pts AS (
         AS p(event_ord, name_ord, value)
     JOIN input ON input.ord = p.event_ord
     JOIN ev ON ev.run_id = input.run_id AND ev.log_id = input.log_id
+    WHERE NOT (SELECT yes FROM all_new)
 ),
 summary AS (
-    SELECT run_id, name, count(*) AS n, min(value) AS lo, max(value) AS hi,
-           min(step) AS first_step, max(step) AS last_step,
-           (array_agg(value ORDER BY step DESC, event_id DESC))[1] AS last_value
+    SELECT * FROM unnest(
+        %(s_runs)s::int[], %(s_names)s::text[], %(s_counts)s::bigint[], %(s_lows)s::float8[],
+        %(s_highs)s::float8[], %(s_firsts)s::bigint[], %(s_lasts)s::bigint[],
+        %(s_last_values)s::float8[]
+    ) AS s(run_id, name, n, lo, hi, first_step, last_step, last_value)
+    WHERE (SELECT yes FROM all_new)
+    UNION ALL
+    SELECT run_id, name, count(*), min(value), max(value), min(step), max(step),
+           (array_agg(value ORDER BY step DESC, event_id DESC))[1]
     FROM pts GROUP BY run_id, name
 ),
 m AS (
@@ -59,7 +72,13 @@ m AS (
 touched AS (
     UPDATE runs SET updated_at = %(now)s, point_count = runs.point_count + added.n,
         last_step = greatest(coalesce(runs.last_step, -1), added.step)
-    FROM (SELECT run_id, count(*) AS n, max(step) AS step FROM pts GROUP BY run_id) added
+    FROM (
+        SELECT * FROM unnest(%(r_runs)s::int[], %(r_counts)s::bigint[], %(r_steps)s::bigint[])
+            AS r(run_id, n, step)
+        WHERE (SELECT yes FROM all_new)
+        UNION ALL
+        SELECT run_id, count(*), max(step) FROM pts GROUP BY run_id
+    ) added
     WHERE runs.id = added.run_id
     RETURNING 1
 )
@@ -76,6 +95,10 @@ def _int_array(items: Sequence[int]) -> str:
     return "{" + ",".join(map(str, items)) + "}"
 
 
+def _float_array(items: Sequence[float]) -> str:
+    return "{" + ",".join(map(repr, items)) + "}"
+
+
 def store_logs(
     sql: Dialect, logs: Sequence[tuple[int, Sequence[ArenaLog]]], now: float
 ) -> list[tuple[int, int]]:
@@ -89,18 +112,42 @@ def store_logs(
     event_ords: list[int] = []
     name_ords: list[int] = []
     values: list[float] = []
+    # As if every event is new: (count, min, max, first step, last step, last value) per
+    # series, where a later event at the same step is the last one; (points, last step) per
+    # run.
+    summaries: dict[tuple[int, str], list[Any]] = {}
+    per_run: dict[int, list[int]] = {}
     for run_id, batch_logs in logs:
+        run_total = per_run.setdefault(run_id, [0, -1])
         for log in batch_logs:
             run_ids.append(run_id)
             log_ids.append(log.log_id)
-            steps.append(log.step)
+            step = log.step
+            steps.append(step)
             ordinal = len(log_ids)
+            run_total[0] += len(log.metrics)
+            run_total[1] = max(run_total[1], step)
             for name, value in log.metrics.items():
                 event_ords.append(ordinal)
                 name_ords.append(names.setdefault(name, len(names) + 1))
                 values.append(value)
+                summary = summaries.get((run_id, name))
+                if summary is None:
+                    summaries[run_id, name] = [1, value, value, step, step, value]
+                    continue
+                summary[0] += 1
+                summary[1] = min(summary[1], value)
+                summary[2] = max(summary[2], value)
+                summary[3] = min(summary[3], step)
+                if step >= summary[4]:
+                    summary[4] = step
+                    summary[5] = value
     if not log_ids:
         return [(0, 0)] * len(logs)
+    summary_columns = list(zip(*(key + tuple(row) for key, row in summaries.items()), strict=True))
+    run_columns = list(
+        zip(*((run_id, *row) for run_id, row in per_run.items() if row[0]), strict=True)
+    )
     sql.cursor.execute(
         _STORE_LOGS,
         {
@@ -112,7 +159,19 @@ def store_logs(
             "names": list(names),
             "event_ords": _int_array(event_ords),
             "name_ords": _int_array(name_ords),
-            "values": "{" + ",".join(map(repr, values)) + "}",
+            "values": _float_array(values),
+            "events": len(log_ids),
+            "s_runs": _int_array(summary_columns[0]),
+            "s_names": list(summary_columns[1]),
+            "s_counts": _int_array(summary_columns[2]),
+            "s_lows": _float_array(summary_columns[3]),
+            "s_highs": _float_array(summary_columns[4]),
+            "s_firsts": _int_array(summary_columns[5]),
+            "s_lasts": _int_array(summary_columns[6]),
+            "s_last_values": _float_array(summary_columns[7]),
+            "r_runs": _int_array(run_columns[0]),
+            "r_counts": _int_array(run_columns[1]),
+            "r_steps": _int_array(run_columns[2]),
         },
     )
     event_ids, event_runs, new_log_ids, metric_ids, metric_runs, metric_names, _ = (
