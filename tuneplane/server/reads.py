@@ -41,6 +41,14 @@ router = APIRouter(prefix="/api/v1", tags=["read"])
 
 RUN = "/projects/{project}/runs/{run}"
 
+# Query parameters shared by the point reads.
+MaxPoints = Annotated[int, Query(ge=1, le=MAX_POINTS_MAX)]
+SomeMaxPoints = Annotated[int | None, Query(ge=1, le=MAX_POINTS_MAX)]
+StartStep = Annotated[int | None, Query(ge=0, description="first step (inclusive)")]
+EndStep = Annotated[int | None, Query(ge=0, description="last step (inclusive)")]
+PageLimit = Annotated[int, Query(ge=1, le=POINTS_PAGE_MAX)]
+RunNames = Annotated[str, Query(description="run names, comma-separated")]
+
 
 @router.get("/projects", response_model=list[ProjectOut])
 def list_projects(request: Request) -> Response:
@@ -99,7 +107,7 @@ def run_names(runs: str) -> list[str]:
 def list_metrics_of_runs(
     request: Request,
     project: str,
-    runs: Annotated[str, Query(description="run names, comma-separated")],
+    runs: RunNames,
 ) -> Response:
     """``…/runs/{run}/metrics`` for each named run of the project, in one request (a
     comparison of many runs). An unknown run is a 404."""
@@ -154,11 +162,11 @@ def read_points(
     project: str,
     run: str,
     metric: str,
-    max_points: Annotated[int | None, Query(ge=1, le=MAX_POINTS_MAX)] = None,
-    start: Annotated[int | None, Query(ge=0, description="first step (inclusive)")] = None,
-    end: Annotated[int | None, Query(ge=0, description="last step (inclusive)")] = None,
+    max_points: SomeMaxPoints = None,
+    start: StartStep = None,
+    end: EndStep = None,
     cursor: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=POINTS_PAGE_MAX)] = POINTS_PAGE_DEFAULT,
+    limit: PageLimit = POINTS_PAGE_DEFAULT,
 ) -> Response:
     """Metric names may contain ``/``: ``…/points/train/loss`` reads ``train/loss``.
 
@@ -267,11 +275,11 @@ def read_points_of_metrics(
     project: str,
     run: str,
     metric: Annotated[list[str], Query(description="a metric name; repeat for more")],
-    max_points: Annotated[int | None, Query(ge=1, le=MAX_POINTS_MAX)] = None,
-    start: Annotated[int | None, Query(ge=0, description="first step (inclusive)")] = None,
-    end: Annotated[int | None, Query(ge=0, description="last step (inclusive)")] = None,
+    max_points: SomeMaxPoints = None,
+    start: StartStep = None,
+    end: EndStep = None,
     cursor: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=POINTS_PAGE_MAX)] = POINTS_PAGE_DEFAULT,
+    limit: PageLimit = POINTS_PAGE_DEFAULT,
 ) -> Response:
     """With ``max_points=N``: what ``…/points/{metric}?max_points=N`` answers, for each
     named metric of the run in one request (the new points of every chart of a live run).
@@ -309,10 +317,10 @@ def read_points_of_runs(
     request: Request,
     project: str,
     metric: str,
-    runs: Annotated[str, Query(description="run names, comma-separated")],
-    max_points: Annotated[int, Query(ge=1, le=MAX_POINTS_MAX)],
-    start: Annotated[int | None, Query(ge=0, description="first step (inclusive)")] = None,
-    end: Annotated[int | None, Query(ge=0, description="last step (inclusive)")] = None,
+    runs: RunNames,
+    max_points: MaxPoints,
+    start: StartStep = None,
+    end: EndStep = None,
 ) -> Response:
     """What ``…/runs/{run}/points/{metric}?max_points=N`` answers, for each named run in
     one request (a comparison of many runs). Runs without the metric are listed under
@@ -329,10 +337,10 @@ def read_points_of_runs_by_query(
     request: Request,
     project: str,
     metric: Annotated[str, Query(description="the metric name; any name")],
-    runs: Annotated[str, Query(description="run names, comma-separated")],
-    max_points: Annotated[int, Query(ge=1, le=MAX_POINTS_MAX)],
-    start: Annotated[int | None, Query(ge=0, description="first step (inclusive)")] = None,
-    end: Annotated[int | None, Query(ge=0, description="last step (inclusive)")] = None,
+    runs: RunNames,
+    max_points: MaxPoints,
+    start: StartStep = None,
+    end: EndStep = None,
 ) -> Response:
     """``…/points/{metric}?runs=…`` with the metric in the query, which carries any name
     (a path cannot carry ``a/../b``, ``.``, or names with ``%``, ``?`` or ``#``)."""
