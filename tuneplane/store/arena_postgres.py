@@ -11,10 +11,9 @@ into their blocks through ``points``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tuneplane.contract.arena import ArenaLog
-from tuneplane.store.points import store_new_points
+from tuneplane.store.points import store_new_points, summarize
 from tuneplane.store.sql import Dialect
 
 _STORE_LOGS = """
@@ -112,42 +111,33 @@ def store_logs(
     event_ords: list[int] = []
     name_ords: list[int] = []
     values: list[float] = []
-    # As if every event is new: (count, min, max, first step, last step, last value) per
-    # series, where a later event at the same step is the last one; (points, last step) per
-    # run.
-    summaries: dict[tuple[int, str], list[Any]] = {}
+    # Each series' points, with the event's ordinal until its id is known, and each run's
+    # (points, last step): as if every event is new, so the summaries can be sent along.
+    series: dict[tuple[int, str], list[tuple[int, int, float]]] = {}
     per_run: dict[int, list[int]] = {}
     for run_id, batch_logs in logs:
-        run_total = per_run.setdefault(run_id, [0, -1])
         for log in batch_logs:
             run_ids.append(run_id)
             log_ids.append(log.log_id)
-            step = log.step
-            steps.append(step)
+            steps.append(log.step)
             ordinal = len(log_ids)
+            run_total = per_run.setdefault(run_id, [0, -1])
             run_total[0] += len(log.metrics)
-            run_total[1] = max(run_total[1], step)
+            run_total[1] = max(run_total[1], log.step)
             for name, value in log.metrics.items():
                 event_ords.append(ordinal)
                 name_ords.append(names.setdefault(name, len(names) + 1))
                 values.append(value)
-                summary = summaries.get((run_id, name))
-                if summary is None:
-                    summaries[run_id, name] = [1, value, value, step, step, value]
-                    continue
-                summary[0] += 1
-                summary[1] = min(summary[1], value)
-                summary[2] = max(summary[2], value)
-                summary[3] = min(summary[3], step)
-                if step >= summary[4]:
-                    summary[4] = step
-                    summary[5] = value
+                point = (log.step, ordinal, value)
+                points_of = series.get((run_id, name))
+                if points_of is None:
+                    series[run_id, name] = [point]
+                else:
+                    points_of.append(point)
     if not log_ids:
         return [(0, 0)] * len(logs)
-    summary_columns = list(zip(*(key + tuple(row) for key, row in summaries.items()), strict=True))
-    run_columns = list(
-        zip(*((run_id, *row) for run_id, row in per_run.items() if row[0]), strict=True)
-    )
+    summary_columns = list(zip(*summarize(series), strict=True))
+    run_columns = list(zip(*((run_id, *row) for run_id, row in per_run.items()), strict=True))
     sql.cursor.execute(
         _STORE_LOGS,
         {
@@ -181,18 +171,20 @@ def store_logs(
         return [(0, 0)] * len(logs)
     series_ids = dict(zip(zip(metric_runs, metric_names, strict=True), metric_ids, strict=True))
     new_events = dict(zip(zip(event_runs, new_log_ids, strict=True), event_ids, strict=True))
-    series: dict[int, list[tuple[int, int, float]]] = {}
+    # Event ids by ordinal (index 0 unused); None for a retried event.
+    event_of = [None, *(new_events.get(key) for key in zip(run_ids, log_ids, strict=True))]
+    new_points = {}
+    for key, found in series.items():
+        kept = [
+            (step, event, value)
+            for step, ordinal, value in found
+            if (event := event_of[ordinal]) is not None
+        ]
+        if kept:
+            new_points[series_ids[key]] = kept
+    store_new_points(sql, new_points, now)
     stored = []
     for run_id, batch_logs in logs:
-        new = points = 0
-        for log in batch_logs:
-            event_id = new_events.get((run_id, log.log_id))
-            if event_id is None:
-                continue
-            new += 1
-            points += len(log.metrics)
-            for name, value in log.metrics.items():
-                series.setdefault(series_ids[run_id, name], []).append((log.step, event_id, value))
-        stored.append((new, points))
-    store_new_points(sql, series, now)
+        new = [log for log in batch_logs if (run_id, log.log_id) in new_events]
+        stored.append((len(new), sum(len(log.metrics) for log in new)))
     return stored

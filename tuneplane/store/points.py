@@ -329,7 +329,7 @@ def write_points(sql: Dialect, new_events: Mapping[int, Sequence[NewEvent]], now
                     points_of.append((step, event_id, value))
     if not series:
         return
-    metric_ids = _fold_summaries(sql, _summaries(series))
+    metric_ids = _fold_summaries(sql, summarize(series))
     store_new_points(sql, {metric_ids[key]: points for key, points in series.items()}, now)
 
 
@@ -351,8 +351,9 @@ def store_new_points(
     apply_changes(sql, changes)
 
 
-def _summaries(series: dict[tuple[int, str], list[tuple[int, int, float]]]) -> list[_Summary]:
-    """(run, name, count, min, max, first step, last step, last value) per series."""
+def summarize(series: Mapping[tuple[int, str], list[tuple[int, int, float]]]) -> list[_Summary]:
+    """(run, name, count, min, max, first step, last step, last value) per (run, name) of
+    (step, event, value) points in arrival order."""
     rows = []
     for (run_id, name), series_points in series.items():
         values = [value for _, _, value in series_points]
@@ -773,5 +774,6 @@ __all__ = [
     "series_extremes",
     "step_bounds",
     "store_new_points",
+    "summarize",
     "write_points",
 ]
