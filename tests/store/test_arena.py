@@ -76,3 +76,43 @@ def test_batches_written_together_keep_their_own_outcomes(database: Database) ->
             select(runs.c.name, runs.c.point_count, runs.c.last_step).order_by(runs.c.name)
         ).all()
         assert [tuple(row) for row in point_counts] == [("a", 4, 3), ("b", 1, 1), ("c", 0, None)]
+
+
+def test_a_batch_mixing_retried_and_new_events_summarizes_only_the_new(
+    database: Database,
+) -> None:
+    """When some events of a write are retries, their points count nowhere: not in the
+    series summaries, not in the run's counters (PostgreSQL summarizes this case itself)."""
+    database.run_write(
+        ingest_arena, [_batch("a", ("e1", 1, {"loss": 1.0}), ("e2", 2, {"loss": 0.5}))]
+    )
+    [outcome] = database.run_write(
+        ingest_arena,
+        [
+            _batch(
+                "a", ("e2", 2, {"loss": -9.0}), ("e3", 3, {"loss": 0.25}), ("e4", 3, {"loss": 0.75})
+            )
+        ],
+    )
+    assert (outcome.logs_new, outcome.logs_duplicate, outcome.points) == (2, 1, 2)
+    with database.connect() as connection:
+        assert _stored(connection, "a") == [
+            (1, "loss", 1.0, "e1"),
+            (2, "loss", 0.5, "e2"),
+            (3, "loss", 0.25, "e3"),
+            (3, "loss", 0.75, "e4"),
+        ]
+        summary = connection.execute(
+            select(
+                metrics.c.count,
+                metrics.c.min_value,
+                metrics.c.max_value,
+                metrics.c.first_step,
+                metrics.c.last_step,
+                metrics.c.last_value,
+            )
+        ).one()
+        # At step 3 the later event is the last value.
+        assert tuple(summary) == (4, 0.25, 1.0, 1, 3, 0.75)
+        run_counters = connection.execute(select(runs.c.point_count, runs.c.last_step)).one()
+        assert tuple(run_counters) == (4, 3)
