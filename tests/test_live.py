@@ -4,6 +4,7 @@ run, also when the write went to another server process on the same PostgreSQL."
 import json
 import queue
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +13,14 @@ import httpx
 from tests.conftest import _truncate_postgres
 from tests.helpers import log
 from tests.serving import running_server
+from tuneplane.server.streams import MESSAGE_INTERVAL_SECONDS
 
 ENV = {"TUNEPLANE_INGEST_SECRET": "live-secret"}
 AUTH = {"Authorization": "Bearer live-secret"}
 RUN = "/api/v1/projects/burtenshaw/runs/arena-run-id"
 
 
-def follow(base: str, path: str, events: "queue.Queue[Any]", named: bool) -> None:
+def follow(base: str, path: str, events: "queue.Queue[Any]", named: bool, timed: bool) -> None:
     name = None
     try:
         with httpx.stream("GET", base + path, timeout=30) as response:
@@ -27,15 +29,19 @@ def follow(base: str, path: str, events: "queue.Queue[Any]", named: bool) -> Non
                     name = line[7:]
                 if line.startswith("data: "):
                     data = json.loads(line[6:])
-                    events.put((name, data) if named else data)
+                    event = (name, data) if named else data
+                    events.put((time.monotonic(), *event) if timed else event)
     except httpx.TransportError:
         pass  # the server stops at the end of the test
 
 
-def watch(base: str, path: str, *, named: bool = False) -> "queue.Queue[Any]":
-    """The data of each event the stream sends; with ``named``, (event name, data)."""
+def watch(base: str, path: str, *, named: bool = False, timed: bool = False) -> "queue.Queue[Any]":
+    """The data of each event the stream sends; with ``named``, (event name, data); with
+    ``timed``, (time received, event name, data)."""
     events: queue.Queue[Any] = queue.Queue()
-    threading.Thread(target=follow, args=(base, path, events, named), daemon=True).start()
+    threading.Thread(
+        target=follow, args=(base, path, events, named or timed, timed), daemon=True
+    ).start()
     return events
 
 
@@ -137,3 +143,34 @@ def test_one_stream_follows_several_runs_of_a_project(tmp_path: Path) -> None:
         empty = httpx.get(base + project + "/stream", params={"runs": ","})
         assert empty.status_code == 422
         assert empty.json()["error"]["details"][0]["field"] == "runs"
+
+
+def test_changes_close_together_are_sent_together(tmp_path: Path) -> None:
+    """A stream sends at most one message per ``MESSAGE_INTERVAL_SECONDS``: writes that come
+    sooner after a message (here, to two runs) wait and go out together, so a live page lays
+    out and draws them once."""
+    with running_server("--data-dir", str(tmp_path), env=ENV) as base:
+        post(base, "a0", 0, run="run-a")
+        post(base, "b0", 0, run="run-b")
+        project = "/api/v1/projects/burtenshaw"
+        events = watch(base, project + "/stream?runs=run-a,run-b&points=1", timed=True)
+        assert [events.get(timeout=10)[2]["run"] for _ in range(2)] == ["run-a", "run-b"]
+        post(base, "a1", 1, run="run-a")
+        first = [events.get(timeout=10) for _ in range(2)]
+        assert [(name, data["run"]) for _, name, data in first] == [
+            ("points", "run-a"),
+            ("run", "run-a"),
+        ]
+        post(base, "a2", 2, run="run-a")
+        post(base, "b1", 1, run="run-b")
+        later = [events.get(timeout=10) for _ in range(4)]
+        assert sorted((name, data["run"]) for _, name, data in later) == [
+            ("points", "run-a"),
+            ("points", "run-b"),
+            ("run", "run-a"),
+            ("run", "run-b"),
+        ]
+        # The interval is measured from when the first message was sent; it was received a
+        # little later, so the gap seen here may be somewhat shorter.
+        assert later[0][0] - first[-1][0] >= MESSAGE_INTERVAL_SECONDS / 2
+        assert later[-1][0] - later[0][0] < MESSAGE_INTERVAL_SECONDS / 2

@@ -10,6 +10,7 @@ for it.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -30,6 +31,13 @@ from tuneplane.store import catalog, points
 router = APIRouter(prefix="/api/v1", tags=["read"])
 #: Seconds between comment lines that keep idle connections (and proxies) open.
 KEEPALIVE_SECONDS = 15.0
+#: After a quiet spell, how long a stream waits for more writes before it reads what changed:
+#: the workers of a comparison's runs reporting the same step arrive as one message.
+GATHER_SECONDS = 0.05
+#: Least time between two messages of a stream: a run written to many times a second, or many
+#: runs one after another, is sent as at most four messages a second, so a live page lays out
+#: and draws their changes together.
+MESSAGE_INTERVAL_SECONDS = 0.25
 
 PointsFlag = Annotated[
     bool, Query(description="also send each changed metric's summary and new points")
@@ -78,13 +86,16 @@ async def _stream(request: Request, project: str, names: list[str], with_points:
     async def events() -> AsyncIterator[bytes]:
         yield b"retry: 2000\n\n" + b"".join(_event("run", f.sent) for f in followed)
         quiet_since = time.monotonic()
+        sent_at = -MESSAGE_INTERVAL_SECONDS
         ids = [f.id for f in followed]
         while True:
             await state.live.wait_any(ids)
+            now = time.monotonic()
+            await asyncio.sleep(max(GATHER_SECONDS, sent_at + MESSAGE_INTERVAL_SECONDS - now))
             news = await run_in_threadpool(_news, state, project, followed, with_points)
             if news:
                 yield news
-                quiet_since = time.monotonic()
+                quiet_since = sent_at = time.monotonic()
             elif time.monotonic() - quiet_since > KEEPALIVE_SECONDS:
                 yield b": keepalive\n\n"
                 quiet_since = time.monotonic()
