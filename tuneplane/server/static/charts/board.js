@@ -106,6 +106,7 @@ export class Board {
       ),
     );
     const kept = new Set(shown);
+    for (const slot of this.slots.values()) slot.runs = null;
     for (const [name, slot] of this.slots) {
       if (!kept.has(name)) {
         this.observer.unobserve(slot.el);
@@ -129,6 +130,7 @@ export class Board {
         chart: null,
         full: new Map(), // run key -> {series, invalid}
         zoomed: null,
+        runs: null, // how many runs have this metric (see buckets())
         loaded: false,
         drawn: false,
         visible: false,
@@ -172,7 +174,9 @@ export class Board {
    */
   buckets(slot) {
     const width = slot.chart.maxPoints;
-    const runs = Math.max(1, this.refsWith(slot.metric).length);
+    // Kept until a run gains a metric (render() forgets it): live updates ask on every point.
+    slot.runs ??= Math.max(1, this.refsWith(slot.metric).length);
+    const runs = slot.runs;
     return Math.max(Math.min(width, 120), Math.min(width, Math.round((2 * width) / runs)));
   }
 

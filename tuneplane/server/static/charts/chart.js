@@ -30,6 +30,7 @@ export class Chart {
     this.parts = new WeakMap(); // Series -> its part (see part())
     this.skipped = 0;
     this.entries = [];
+    this.width = null; // the plot's width in CSS pixels, once laid out
     this.marks = [];
     this.legend = new Legend();
     this.badges = h("span", { class: "badges" });
@@ -257,6 +258,7 @@ export class Chart {
   /** Ask for a size; a new width is used by the next query's max_points. */
   resize() {
     const width = this.plot.clientWidth;
+    if (width > 0) this.width = width;
     if (this.uplot && width > 0 && width !== this.uplot.width) {
       this.uplot.setSize({ width, height: HEIGHT });
     }
@@ -264,7 +266,10 @@ export class Chart {
 
   /** How many buckets are worth loading: one per device pixel of the plot. */
   get maxPoints() {
-    const width = this.plot.clientWidth || 600;
+    // The width is kept (resize() follows it): reading it would lay out the page on every
+    // live update.
+    this.width ??= this.plot.clientWidth || null;
+    const width = this.width ?? 600;
     return Math.max(50, Math.min(10000, Math.round(width * (window.devicePixelRatio || 1))));
   }
 

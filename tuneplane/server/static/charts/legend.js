@@ -73,7 +73,15 @@ export class Legend {
   }
 }
 
-/** Text set only when it differs: every write would make the browser lay the legend out. */
+/**
+ * Text set only when it differs (every write makes the browser lay the legend out), and by
+ * changing the element's text node rather than replacing it.
+ */
 function setText(el, text) {
-  if (el.textContent !== text) el.textContent = text;
+  const node = el.firstChild;
+  if (node?.nodeType === Node.TEXT_NODE && !node.nextSibling) {
+    if (node.data !== text) node.data = text;
+  } else if (el.textContent !== text) {
+    el.textContent = text;
+  }
 }

@@ -41,27 +41,28 @@ export function safeUrl(url) {
 
 /**
  * Make `el` show what `fresh` (a newly built version of it) shows, touching only what
- * differs: changed text is set in place, a subtree that differs otherwise is replaced. A
- * live header redrawn on every update then costs the browser little layout and paint.
- * Listeners stay those of `el`.
+ * differs: changed text and attributes are set in place, a subtree of another shape is
+ * replaced. A live header redrawn on every update then costs the browser little layout and
+ * paint. Listeners stay those of `el`.
  */
 export function morph(el, fresh) {
   if (el.nodeType !== fresh.nodeType || el.nodeName !== fresh.nodeName) {
     el.replaceWith(fresh);
   } else if (el.nodeType === Node.TEXT_NODE) {
     if (el.data !== fresh.data) el.data = fresh.data;
-  } else if (!sameAttributes(el, fresh) || el.childNodes.length !== fresh.childNodes.length) {
+  } else if (el.childNodes.length !== fresh.childNodes.length) {
     el.replaceWith(fresh);
   } else {
+    morphAttributes(el, fresh);
     const children = [...fresh.childNodes];
     [...el.childNodes].forEach((child, i) => morph(child, children[i]));
   }
 }
 
-function sameAttributes(a, b) {
-  if (a.attributes.length !== b.attributes.length) return false;
-  for (const { name, value } of b.attributes) if (a.getAttribute(name) !== value) return false;
-  return true;
+function morphAttributes(el, fresh) {
+  for (const { name, value } of fresh.attributes) if (el.getAttribute(name) !== value) el.setAttribute(name, value);
+  if (el.attributes.length === fresh.attributes.length) return;
+  for (const { name } of [...el.attributes]) if (!fresh.hasAttribute(name)) el.removeAttribute(name);
 }
 
 /** A message that says what is missing, never a blank page. */

@@ -14,7 +14,7 @@ import { ValidationView } from "../evaluation/validation.js";
 import { EventsView } from "../events/eventsview.js";
 import { LogView } from "../logs/logview.js";
 import { chartControls } from "./controls.js";
-import { alertStrip, compareHeader, compareRow, runHeader } from "./runheader.js";
+import { alertStrip, compareHeader, runHeader, updateCompareRow } from "./runheader.js";
 
 export function runPage(project, run) {
   crumbs([[project, api.page.project(project)], [run, null]]);
@@ -91,10 +91,10 @@ async function chartsPage(wanted, { single }) {
   const strip = h("div");
   const removeHref = (ref) => removeRun(refs, ref);
   // The header changes with every live update: it is changed in place, and in a comparison
-  // only the changed run's row is made again.
+  // only the changing cells of the changed run's row.
   const renderHead = (ref = null) => {
     const row = ref && !single ? head.querySelector("tbody")?.rows[refs.indexOf(ref)] : null;
-    if (row) morph(row, compareRow(ref, runs.get(ref.key), refs.length > 1 ? removeHref : null));
+    if (row) updateCompareRow(row, runs.get(ref.key));
     else if (head.firstChild) morph(head.firstChild, single ? runHeader(runs.get(refs[0].key)) : compareHeader(refs, runs, removeHref));
     else head.append(single ? runHeader(runs.get(refs[0].key)) : compareHeader(refs, runs, removeHref));
   };

@@ -2,7 +2,7 @@
 
 import * as api from "../lib/api.js";
 import { alertAnchor } from "../lib/alerts.js";
-import { h } from "../lib/dom.js";
+import { h, morph } from "../lib/dom.js";
 import { fmtAgo, fmtInt, fmtTime } from "../lib/format.js";
 import { configChips, healthBadge, statusBadge } from "../lib/runinfo.js";
 
@@ -62,10 +62,7 @@ export function compareRow(ref, run, removeHref) {
     { dataset: { run: ref.run } },
     h("td", {}, h("i", { class: "swatch", style: { background: ref.color } })),
     h("td", {}, h("a", { href: api.page.run(ref.project, ref.run), text: ref.label })),
-    h("td", {}, statusBadge(run)),
-    h("td", {}, healthBadge(run)),
-    h("td", { class: "num", text: `step ${fmtInt(run.last_step)}` }),
-    h("td", { title: fmtTime(run.updated_at), text: fmtAgo(run.updated_at) }),
+    liveCells(run),
     h("td", {}, configChips(run.config, 3)),
     h("td", {}, h("a", { href: api.csvUrl(ref.project, ref.run), download: true, text: "CSV" })),
     h("td", {}, removeHref
@@ -98,4 +95,22 @@ export function alertStrip(run, alerts) {
     ),
     alerts.length > 3 ? h("a", { href: reports, text: `all ${alerts.length} alerts` }) : null,
   );
+}
+
+/** The first of a comparison row's cells that change as the run goes on (see liveCells). */
+const LIVE_CELLS_FROM = 2;
+
+/** Status, transport health, last step and update time: what a live update changes. */
+function liveCells(run) {
+  return [
+    h("td", {}, statusBadge(run)),
+    h("td", {}, healthBadge(run)),
+    h("td", { class: "num", text: `step ${fmtInt(run.last_step)}` }),
+    h("td", { title: fmtTime(run.updated_at), text: fmtAgo(run.updated_at) }),
+  ];
+}
+
+/** Bring a row made by compareRow up to date; the run's name, config and links stay. */
+export function updateCompareRow(row, run) {
+  liveCells(run).forEach((cell, i) => morph(row.cells[LIVE_CELLS_FROM + i], cell));
 }
