@@ -12,7 +12,11 @@ What it measures:
   (drawn it, or kept its canvas because it would move nothing by a quarter pixel), minus
   what the page spends idle over the same time (measured while the harness polls the page
   as it does during an update). ``draw ms`` is the page's own measure of the
-  synchronous redraw. The same is done for the comparison (1 point per series in each run).
+  synchronous redraw; ``frames``, how many live frames the page drew for the update. The
+  same is done for the comparison (1 point per series in each run): once with every run's
+  batch posted at once (workers of one sweep reporting the same step), and once with the
+  batches posted one after another, each after the previous answer, which spreads the
+  update over a few hundred milliseconds.
 
 The series are training-like curves (rising, decaying, flat and logarithmic trends with
 noise and rare spikes), so each downsampled bucket has a band as real runs do. The data is
@@ -42,6 +46,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -237,6 +242,8 @@ class PageLoad:
 class LiveUpdate:
     task_ms: list[float] = field(default_factory=list)
     draw_ms: list[float] = field(default_factory=list)
+    #: Live frames the page drew for each update (changes arriving apart are drawn apart).
+    frames: list[int] = field(default_factory=list)
     idle_ms_per_s: float = 0.0
 
 
@@ -287,9 +294,14 @@ def task_ms(cdp: Any) -> float:
 
 
 def measure_live(
-    browser: Browser, base: str, path: str, runs: list[str], repeats: int
+    browser: Browser, base: str, path: str, runs: list[str], repeats: int, together: bool = True
 ) -> LiveUpdate:
-    """Post 1 point per series to each run and time the page's main thread until drawn."""
+    """Post 1 point per series to each run and time the page's main thread until drawn.
+
+    together: every run's batch is posted at once (runs reporting the same step, as workers
+    of one sweep do); otherwise one after another, each waiting for the previous answer,
+    which spreads one update over a few hundred milliseconds and several live frames.
+    """
     page, context = open_page(browser, base, path)
     cdp = context.new_cdp_session(page)
     cdp.send("Performance.enable")
@@ -305,17 +317,24 @@ def measure_live(
     result.idle_ms_per_s = idle
     listed = httpx.get(f"{base}/api/v1/projects/{PROJECT}/runs", timeout=60).json()
     step = 1 + max(r["last_step"] for r in listed if r["run"] in runs)
+    headers = {"Authorization": f"Bearer {SECRET}", "Content-Type": "application/json"}
+    limits = httpx.Limits(max_connections=len(runs), max_keepalive_connections=len(runs))
+    client = httpx.Client(base_url=base, headers=headers, limits=limits, timeout=60)
+    poster = ThreadPoolExecutor(len(runs))
+
+    def post(body: bytes) -> httpx.Response:
+        return client.post("/ingest", content=body)
+
+    # Open the connections before the clock starts.
+    list(poster.map(lambda _: client.get("/healthz"), runs))
     for _ in range(repeats):
         updates = page.evaluate("window.__tuneplane.updates")
         want = {run: None for run in runs}
         started_task = task_ms(cdp)
         started = time.perf_counter()
-        for run in runs:
-            answer = httpx.post(
-                f"{base}/ingest",
-                content=batch(run, step, step + 1),
-                headers={"Authorization": f"Bearer {SECRET}", "Content-Type": "application/json"},
-            )
+        bodies = [batch(run, step, step + 1) for run in runs]
+        answers = list(poster.map(post, bodies)) if together else [post(b) for b in bodies]
+        for answer in answers:
             assert answer.status_code == 200, answer.text
         page.wait_for_function(
             """([keys, metrics, step]) => metrics.every(m => {
@@ -328,10 +347,14 @@ def measure_live(
         elapsed = time.perf_counter() - started
         spent = task_ms(cdp) - started_task - idle * elapsed
         result.task_ms.append(max(0.0, spent))
-        assert page.evaluate("window.__tuneplane.updates") > updates
+        frames = page.evaluate("window.__tuneplane.updates") - updates
+        assert frames > 0
+        result.frames.append(frames)
         result.draw_ms.append(page.evaluate("window.__tuneplane.lastUpdateMs"))
         step += 1
         time.sleep(0.3)
+    poster.shutdown()
+    client.close()
     context.close()
     return result
 
@@ -389,13 +412,16 @@ def main() -> int:
             print("measuring live_run", flush=True)
             live_run = measure_live(browser, base, single, runs[:1], args.updates)
             print("measuring live_compare", flush=True)
-            live_compare = measure_live(browser, base, compare, runs, 3)
+            live_compare = measure_live(browser, base, compare, runs, args.updates)
+            print("measuring live_compare, runs posting one after another", flush=True)
+            live_spread = measure_live(browser, base, compare, runs, args.updates, together=False)
             browser.close()
     results.update(
         run_page=asdict(run_page),
         compare=asdict(comparison),
         live_run=asdict(live_run),
         live_compare=asdict(live_compare),
+        live_compare_one_after_another=asdict(live_spread),
     )
     series = len(METRICS)
     print(f"\nmachine: {results['machine']}")
@@ -408,12 +434,17 @@ def main() -> int:
             f"{median(load.first_chart_ms):.0f} | {median(load.ready_ms):.0f} "
             f"({', '.join(f'{v:.0f}' for v in load.ready_ms)}) |"
         )
-    print("\n| live update | main-thread ms (median) | all samples | draw ms (median) |")
-    print("|---|--:|---|--:|")
-    for name, live in (("run page", live_run), (f"compare {args.runs} runs", live_compare)):
+    print("\n| live update | main-thread ms (median) | all samples | draw ms (median) | frames |")
+    print("|---|--:|---|--:|---|")
+    for name, live in (
+        ("run page", live_run),
+        (f"compare {args.runs} runs", live_compare),
+        (f"compare {args.runs} runs, posted one after another", live_spread),
+    ):
         print(
             f"| {name} | {median(live.task_ms):.1f} | "
-            f"{', '.join(f'{v:.1f}' for v in live.task_ms)} | {median(live.draw_ms):.1f} |"
+            f"{', '.join(f'{v:.1f}' for v in live.task_ms)} | {median(live.draw_ms):.1f} | "
+            f"{', '.join(map(str, live.frames))} |"
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
