@@ -17,11 +17,15 @@ What it measures:
   batch posted at once (workers of one sweep reporting the same step), and once with the
   batches posted one after another, each after the previous answer, which spreads the
   update over a few hundred milliseconds.
+* **live update, every chart moves**: the same, with each update's point 3,000 steps after
+  the last, so every chart is drawn again (the usual case above is a point that moves
+  nothing by a quarter pixel, whose chart keeps its drawing). These updates leave their
+  runs' ends sparse, so they use runs of their own (``moving-00`` …), loaded like the others.
 
 The series are training-like curves (rising, decaying, flat and logarithmic trends with
 noise and rare spikes), so each downsampled bucket has a band as real runs do. The data is
 loaded through the public API (``POST /ingest`` batches of 128 events x
-8 metrics, many requests in flight); loading 32M points takes several minutes, so
+8 metrics, many requests in flight); loading the 64M points of 40 runs takes several minutes, so
 ``--data-dir`` keeps them for the next run (runs already complete are not sent again).
 
     python benchmarks/dashboard.py                          # 20 runs x 8 x 200,000 points
@@ -83,10 +87,13 @@ CHROMIUM_ARGS: Final = [
 #: Tall enough that every chart is on screen, under the header of a 20-run comparison too
 #: (5 rows of charts: one per name prefix group), so "drawn" means all 8 charts.
 VIEWPORT: Final = {"width": 1600, "height": 3400}
+#: Steps between live points in the updates that move every chart: each point starts a new
+#: bucket far enough right to move every line (a point 1 step on mostly moves nothing).
+MOVE: Final = 3000
 
 
-def run_name(index: int) -> str:
-    return f"bench-{index:02d}"
+def run_name(index: int, prefix: str = "bench") -> str:
+    return f"{prefix}-{index:02d}"
 
 
 def noise(metric_index: int, step: int) -> float:
@@ -207,7 +214,7 @@ async def load_runs(base: str, runs: list[str], points: int) -> None:
         await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
 
 
-def ensure_data(base: str, runs: int, points: int) -> float:
+def ensure_data(base: str, runs: list[str], points: int) -> float:
     """Load the runs that are not complete yet; answers the seconds spent."""
     wanted = points * len(METRICS)
     existing = {}
@@ -215,7 +222,7 @@ def ensure_data(base: str, runs: int, points: int) -> float:
     if answer.status_code == 200:
         existing = {r["run"]: r["point_count"] for r in answer.json()}
     # Live updates measured earlier add a few points: a run with at least as many is loaded.
-    missing = [run_name(i) for i in range(runs) if existing.get(run_name(i), 0) < wanted]
+    missing = [run for run in runs if existing.get(run, 0) < wanted]
     if not missing:
         return 0.0
     print(f"loading {len(missing)} runs x {len(METRICS)} metrics x {points:,} points", flush=True)
@@ -294,13 +301,22 @@ def task_ms(cdp: Any) -> float:
 
 
 def measure_live(
-    browser: Browser, base: str, path: str, runs: list[str], repeats: int, together: bool = True
+    browser: Browser,
+    base: str,
+    path: str,
+    runs: list[str],
+    repeats: int,
+    together: bool = True,
+    gap: int = 1,
 ) -> LiveUpdate:
     """Post 1 point per series to each run and time the page's main thread until drawn.
 
     together: every run's batch is posted at once (runs reporting the same step, as workers
     of one sweep do); otherwise one after another, each waiting for the previous answer,
     which spreads one update over a few hundred milliseconds and several live frames.
+    gap: steps between one update's point and the next. With 1, a point mostly joins its
+    series' last bucket and moves nothing on screen; a gap of thousands of steps makes every
+    update a new bucket that moves every line, so every chart is drawn again.
     """
     page, context = open_page(browser, base, path)
     cdp = context.new_cdp_session(page)
@@ -316,7 +332,7 @@ def measure_live(
     idle = (task_ms(cdp) - before) / (time.perf_counter() - started)
     result.idle_ms_per_s = idle
     listed = httpx.get(f"{base}/api/v1/projects/{PROJECT}/runs", timeout=60).json()
-    step = 1 + max(r["last_step"] for r in listed if r["run"] in runs)
+    step = gap + max(r["last_step"] for r in listed if r["run"] in runs)
     headers = {"Authorization": f"Bearer {SECRET}", "Content-Type": "application/json"}
     limits = httpx.Limits(max_connections=len(runs), max_keepalive_connections=len(runs))
     client = httpx.Client(base_url=base, headers=headers, limits=limits, timeout=60)
@@ -351,7 +367,7 @@ def measure_live(
         assert frames > 0
         result.frames.append(frames)
         result.draw_ms.append(page.evaluate("window.__tuneplane.lastUpdateMs"))
-        step += 1
+        step += gap
         time.sleep(0.3)
     poster.shutdown()
     client.close()
@@ -397,9 +413,12 @@ def main() -> int:
     runs = [run_name(i) for i in range(args.runs)]
     single = f"/projects/{PROJECT}/runs/{runs[0]}"
     compare = f"/compare?project={PROJECT}&runs={','.join(runs)}"
+    # The updates that move every chart leave points far apart at the end of their runs,
+    # after which a point 1 step on moves the lines too: they have runs of their own.
+    moving = [run_name(i, "moving") for i in range(args.runs)]
     results: dict[str, Any] = {"machine": machine(), "runs": args.runs, "points": args.points}
     with server(data_dir) as base:
-        results["load_seconds"] = ensure_data(base, args.runs, args.points)
+        results["load_seconds"] = ensure_data(base, runs + moving, args.points)
         if args.load_only:
             return 0
         with sync_playwright() as playwright:
@@ -415,6 +434,19 @@ def main() -> int:
             live_compare = measure_live(browser, base, compare, runs, args.updates)
             print("measuring live_compare, runs posting one after another", flush=True)
             live_spread = measure_live(browser, base, compare, runs, args.updates, together=False)
+            print("measuring live updates that move every chart", flush=True)
+            moving_single = f"/projects/{PROJECT}/runs/{moving[0]}"
+            moving_run = measure_live(
+                browser, base, moving_single, moving[:1], args.updates, gap=MOVE
+            )
+            moving_compare = measure_live(
+                browser,
+                base,
+                f"/compare?project={PROJECT}&runs={','.join(moving)}",
+                moving,
+                args.updates,
+                gap=MOVE,
+            )
             browser.close()
     results.update(
         run_page=asdict(run_page),
@@ -422,6 +454,8 @@ def main() -> int:
         live_run=asdict(live_run),
         live_compare=asdict(live_compare),
         live_compare_one_after_another=asdict(live_spread),
+        live_run_every_chart_moves=asdict(moving_run),
+        live_compare_every_chart_moves=asdict(moving_compare),
     )
     series = len(METRICS)
     print(f"\nmachine: {results['machine']}")
@@ -440,6 +474,8 @@ def main() -> int:
         ("run page", live_run),
         (f"compare {args.runs} runs", live_compare),
         (f"compare {args.runs} runs, posted one after another", live_spread),
+        (f"run page, every chart moves (points {MOVE:,} steps apart)", moving_run),
+        (f"compare {args.runs} runs, every chart moves", moving_compare),
     ):
         print(
             f"| {name} | {median(live.task_ms):.1f} | "

@@ -495,7 +495,10 @@ export class Board {
     }
     this.dirty.clear();
     debug.updates += 1;
-    debug.lastUpdateMs = performance.now() - start;
+    // uPlot draws in a microtask of its own: this one runs after those.
+    queueMicrotask(() => {
+      debug.lastUpdateMs = performance.now() - start;
+    });
   }
 
   destroy() {
