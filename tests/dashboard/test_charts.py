@@ -175,15 +175,33 @@ def test_a_zoom_is_in_the_address_so_a_shared_link_shows_it(page: Page, long_run
     other.close()
 
 
+#: Canvas pixels of the run's colour (blue, #1f77b4, faded for the band) in the top quarter of
+#: the chart, where only the band of the spike reaches: the lines, bucket means of values in
+#: [-1, 1], stay near the bottom. Grid and axis text are grey.
+SPIKE_PIXELS = """() => {
+    const canvas = document.querySelector('.chart[data-metric="reward"] canvas');
+    const { width, height } = canvas;
+    const pixels = canvas.getContext("2d").getImageData(0, 0, width, Math.round(height / 4)).data;
+    let blue = 0;
+    for (let i = 0; i < pixels.length; i += 4) {
+        if (pixels[i + 3] > 0 && pixels[i + 2] - pixels[i] > 20) blue += 1;
+    }
+    return blue;
+}"""
+
+
 def test_downsampled_series_keep_their_spikes_in_a_band(page: Page, long_run: str) -> None:
     open_ready(page, long_run)
     drawn = charts(page)["reward"]
     # Bucket means hide the one-step spike at step 1234 (+50); the min-max band shows it.
     assert drawn["bands"] == 1
     assert drawn["y"][1] > 49
+    assert page.evaluate(SPIKE_PIXELS) > 0
     page.locator('input[name="log"]').check()
     page.wait_for_function("() => window.__tuneplane?.charts.reward.draws === 2")
     assert charts(page)["reward"]["y"][1] > 49
+    # The spike's bucket has a mean below zero: on a log scale only its band can show it.
+    assert page.evaluate(SPIKE_PIXELS) > 0
 
 
 def test_nan_and_inf_steps_are_marked_not_hidden(page: Page) -> None:

@@ -1,6 +1,7 @@
 // One metric drawn with uPlot, for one run or several overlaid: one colour per run, the raw
-// line faint under its EMA when smoothing, each downsampled bucket's min–max as a band, and
-// NaN/±inf steps as marks. Dragging selects an x range (the board re-queries it).
+// line faint under its EMA when smoothing, each downsampled bucket's min–max as a band (see
+// bands.js), and NaN/±inf steps as marks. Dragging selects an x range (the board re-queries
+// it).
 
 import uPlot from "../vendor/uPlot.esm.js";
 import { fade } from "../lib/colors.js";
@@ -8,6 +9,7 @@ import { chartDrawn } from "../lib/debug.js";
 import { h, morph } from "../lib/dom.js";
 import { fileName, saveBlob } from "../lib/download.js";
 import { fmtDuration, fmtInt, fmtNum, fmtStep } from "../lib/format.js";
+import { minMaxBands } from "./bands.js";
 import { Legend } from "./legend.js";
 import { invalidMarkers } from "./markers.js";
 import { ema, invalidX, positive, xValues } from "./series.js";
@@ -26,7 +28,9 @@ export class Chart {
     this.onReset = onReset;
     this.uplot = null;
     this.signature = null;
-    this.drawn = null; // {parts, copies, y, marks, bands} as last given to uPlot
+    this.drawn = null; // {parts, copies, y, marks} as last given to uPlot
+    this.bands = []; // [{xs, min, max, fill}] of the runs drawn
+    this.y = null; // [lowest, highest] value drawn, band edges included
     this.parts = new WeakMap(); // Series -> its part (see part())
     this.skipped = 0;
     this.entries = [];
@@ -66,7 +70,9 @@ export class Chart {
   draw(entries, view, range = null, { live = false } = {}) {
     const smooth = view.smooth > 0;
     const parts = entries.map((entry) => this.part(entry, view));
+    // Every value drawn, to compare with the last drawing; the lines alone are uPlot's data.
     const tables = parts.map((part) => part.table);
+    const lines = parts.map((part) => part.lines);
     this.entries = entries.map(({ run, series }, i) => ({
       run,
       series,
@@ -85,7 +91,11 @@ export class Chart {
     });
     // Steps that were only NaN/inf still widen the x axis, so their marks are on the chart.
     const marked = this.marks.flatMap((m) => m.xs).filter((x) => x != null);
-    if (marked.length) tables.push([[...new Set(marked)].sort((a, b) => a - b)]);
+    if (marked.length) {
+      const xs = [[...new Set(marked)].sort((a, b) => a - b)];
+      tables.push(xs);
+      lines.push(xs);
+    }
     const signature = JSON.stringify([
       view.x,
       view.log,
@@ -103,17 +113,19 @@ export class Chart {
       signature === this.signature &&
       marks === this.drawn?.marks &&
       samePlace(this.drawn, parts, tables, y, this.uplot.bbox, view.log);
-    let bands = this.drawn?.bands ?? 0;
     if (unchanged) {
       this.skipped += 1;
     } else {
-      const data = tables.length === 1 ? tables[0] : uPlot.join(tables);
+      // Read by the band plugin and the y range when uPlot draws.
+      this.bands = entries.flatMap(({ run }, i) =>
+        parts[i].band ? [{ xs: parts[i].xs, ...parts[i].band, fill: fade(run.color, 0.16) }] : [],
+      );
+      this.y = y;
+      const data = lines.length === 1 ? lines[0] : uPlot.join(lines);
       if (signature !== this.signature || !this.uplot) {
-        const [series, bandList] = seriesOptions(entries, smooth);
         this.uplot?.destroy();
-        this.uplot = new uPlot(this.options(view, series, bandList), data, this.plot);
+        this.uplot = new uPlot(this.options(view, seriesOptions(entries, smooth)), data, this.plot);
         this.signature = signature;
-        bands = bandList.length;
       } else {
         this.uplot.setData(data);
       }
@@ -121,7 +133,7 @@ export class Chart {
       const copies = tables.map((table, i) =>
         this.drawn?.parts[i] === parts[i] && parts[i] ? this.drawn.copies[i] : table.map((column) => column.slice()),
       );
-      this.drawn = { parts, copies, y, marks, bands };
+      this.drawn = { parts, copies, y, marks };
     }
     if (range) this.uplot.setScale("x", { min: range[0], max: range[1] });
     this.legend.setEntries(this.entries, view.x);
@@ -134,15 +146,16 @@ export class Chart {
     }
     chartDrawn(this.metric, counts, entries.some((e) => e.series.downsampled), {
       lastStep,
-      bands,
+      bands: this.bands.length,
       y,
       skipped: this.skipped,
     });
   }
 
   /**
-   * One run's arrays as the chart draws them, {xs, smoothed, table: [xs, ...ys], y: extent},
-   * made again only when its series or the view changed.
+   * One run's arrays as the chart draws them, made again only when its series or the view
+   * changed: {xs, smoothed, lines: [xs, mean, ema?] (uPlot's), band: {min, max} or null,
+   * table: [xs, ...every y drawn], y: their extent}.
    */
   part({ series, t0 }, view) {
     const key = `${view.x} ${view.smooth} ${view.log} ${t0} ${series.version}`;
@@ -150,11 +163,13 @@ export class Chart {
     if (held?.key === key) return held;
     const xs = xValues(series, view.x, t0);
     const smoothed = view.smooth > 0 ? ema(series.mean, series.count, view.smooth) : null;
-    const table = [xs];
-    if (series.downsampled) table.push(positive(series.min, view.log), positive(series.max, view.log));
-    table.push(positive(series.mean, view.log));
-    if (smoothed) table.push(positive(smoothed, view.log));
-    const part = { key, xs, smoothed, table, y: extent([table]) };
+    const lines = [xs, positive(series.mean, view.log)];
+    if (smoothed) lines.push(positive(smoothed, view.log));
+    const band = series.downsampled
+      ? { min: positive(series.min, view.log), max: positive(series.max, view.log) }
+      : null;
+    const table = band ? [xs, band.min, band.max, ...lines.slice(1)] : lines;
+    const part = { key, xs, smoothed, lines, band, table, y: extent([table]) };
     this.parts.set(series, part);
     return part;
   }
@@ -206,23 +221,27 @@ export class Chart {
     this.note.textContent = text;
   }
 
-  options(view, series, bands) {
+  options(view, series) {
     const xValuesFmt =
       view.x === "step"
         ? (u, splits) => splits.map(fmtStep)
         : view.x === "relative"
           ? (u, splits) => splits.map(fmtDuration)
           : undefined;
-    const lines = new Set(series.map((s, i) => (s.width > 0 ? i : -1)));
+    // The bands are not uPlot's data: the y range is taken from every value drawn.
+    const yRange = () => {
+      const [lo, hi] = this.y ?? [];
+      if (!(hi >= lo)) return [null, null];
+      return view.log ? uPlot.rangeLog(lo, hi, 10, false) : uPlot.rangeNum(lo, hi, 0.1, true);
+    };
     return {
       width: Math.max(200, this.plot.clientWidth),
       height: HEIGHT,
       series,
-      bands,
       legend: { show: false },
       scales: {
         x: { time: view.x === "time" },
-        y: view.log ? { distr: 3, log: 10 } : {},
+        y: view.log ? { distr: 3, log: 10, range: yRange } : { range: yRange },
       },
       axes: [
         { ...AXIS, values: xValuesFmt, space: 60 },
@@ -231,13 +250,13 @@ export class Chart {
       cursor: {
         sync: { key: "tuneplane", setSeries: false },
         drag: { x: true, y: false, setScale: false },
-        points: { show: (u, si) => (lines.has(si) ? cursorDot() : null) },
+        points: { show: cursorDot },
         bind: {
           // Unzoom to the full series the board holds, instead of uPlot's autoscale.
           dblclick: () => () => this.onReset(),
         },
       },
-      plugins: [invalidMarkers(() => this.marks)],
+      plugins: [minMaxBands(() => this.bands), invalidMarkers(() => this.marks)],
       hooks: {
         setSelect: [
           (u) => {
@@ -306,16 +325,10 @@ export class Chart {
   }
 }
 
-/** uPlot's series and bands for the runs' tables as part() makes them. */
+/** uPlot's series for the runs' lines as part() makes them. */
 function seriesOptions(entries, smooth) {
   const series = [{}];
-  const bands = [];
-  for (const { run, series: data } of entries) {
-    if (data.downsampled) {
-      const base = series.length;
-      series.push(edge(`${run.label} min`), edge(`${run.label} max`));
-      bands.push({ series: [base + 1, base], fill: fade(run.color, 0.16) });
-    }
+  for (const { run } of entries) {
     series.push({
       label: run.label,
       stroke: smooth ? fade(run.color, 0.3) : run.color,
@@ -324,7 +337,7 @@ function seriesOptions(entries, smooth) {
     });
     if (smooth) series.push({ label: `${run.label} (EMA)`, stroke: run.color, width: 1.75 });
   }
-  return [series, bands];
+  return series;
 }
 
 /** The lowest and highest value given to the chart (band edges included). */
@@ -394,10 +407,6 @@ function xExtent(tables) {
     hi = Math.max(hi, xs[xs.length - 1]);
   }
   return [lo, hi];
-}
-
-function edge(label) {
-  return { label, width: 0, points: { show: false }, spanGaps: false };
 }
 
 function cursorDot() {
