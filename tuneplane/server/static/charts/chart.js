@@ -12,7 +12,7 @@ import { fmtDuration, fmtInt, fmtNum, fmtStep } from "../lib/format.js";
 import { minMaxBands } from "./bands.js";
 import { Legend } from "./legend.js";
 import { invalidMarkers } from "./markers.js";
-import { ema, invalidX, positive, xValues } from "./series.js";
+import { ema, invalidX, joinAscending, positive, xValues } from "./series.js";
 
 const HEIGHT = 220;
 /** Canvas pixels a live point may move things by and the drawing still be kept. */
@@ -121,7 +121,7 @@ export class Chart {
         parts[i].band ? [{ xs: parts[i].xs, ...parts[i].band, fill: fade(run.color, 0.16) }] : [],
       );
       this.y = y;
-      const data = lines.length === 1 ? lines[0] : uPlot.join(lines);
+      const data = lines.length === 1 ? lines[0] : joinAscending(lines);
       if (signature !== this.signature || !this.uplot) {
         this.uplot?.destroy();
         this.uplot = new uPlot(this.options(view, seriesOptions(entries, smooth)), data, this.plot);
