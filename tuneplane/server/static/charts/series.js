@@ -180,8 +180,9 @@ export function invalidX(series, xs, axis, steps) {
 /**
  * uPlot.join(tables) for tables [xs, ...ys] whose xs ascend, by merging: one row per distinct
  * x, each y at its x's row (null kept), undefined where its table has no such x; a table's
- * repeated x keeps its last y (unless every table has the same xs). uPlot's general join hashes every x, which for a comparison of
- * many runs (their buckets at different steps) took longer than drawing them.
+ * repeated x keeps its last y (unless every table has the same xs). uPlot's general join
+ * hashes every x, which for a comparison of many runs (their buckets at different steps) took
+ * longer than drawing them.
  */
 export function joinAscending(tables) {
   const [first] = tables[0];
