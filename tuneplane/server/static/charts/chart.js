@@ -28,9 +28,9 @@ export class Chart {
     this.onReset = onReset;
     this.uplot = null;
     this.signature = null;
-    this.drawn = null; // {parts, copies, y, marks} as last given to uPlot
-    this.bands = []; // [{xs, min, max, fill}] of the runs drawn
-    this.y = null; // [lowest, highest] value drawn, band edges included
+    // As last given to uPlot: {parts, copies, y: [lowest, highest] value (band edges
+    // included), marks, bands: [{xs, min, max, fill}]}; the band plugin and the y range read it.
+    this.drawn = null;
     this.parts = new WeakMap(); // Series -> its part (see part())
     this.skipped = 0;
     this.entries = [];
@@ -116,11 +116,14 @@ export class Chart {
     if (unchanged) {
       this.skipped += 1;
     } else {
-      // Read by the band plugin and the y range when uPlot draws.
-      this.bands = entries.flatMap(({ run }, i) =>
+      // Copies: live points change a series' last bucket in place.
+      const copies = tables.map((table, i) =>
+        this.drawn?.parts[i] === parts[i] && parts[i] ? this.drawn.copies[i] : table.map((column) => column.slice()),
+      );
+      const bands = entries.flatMap(({ run }, i) =>
         parts[i].band ? [{ xs: parts[i].xs, ...parts[i].band, fill: fade(run.color, 0.16) }] : [],
       );
-      this.y = y;
+      this.drawn = { parts, copies, y, marks, bands };
       const data = lines.length === 1 ? lines[0] : joinAscending(lines);
       if (signature !== this.signature || !this.uplot) {
         this.uplot?.destroy();
@@ -129,11 +132,6 @@ export class Chart {
       } else {
         this.uplot.setData(data);
       }
-      // Copies: live points change a series' last bucket in place.
-      const copies = tables.map((table, i) =>
-        this.drawn?.parts[i] === parts[i] && parts[i] ? this.drawn.copies[i] : table.map((column) => column.slice()),
-      );
-      this.drawn = { parts, copies, y, marks };
     }
     if (range) this.uplot.setScale("x", { min: range[0], max: range[1] });
     this.legend.setEntries(this.entries, view.x);
@@ -146,7 +144,7 @@ export class Chart {
     }
     chartDrawn(this.metric, counts, entries.some((e) => e.series.downsampled), {
       lastStep,
-      bands: this.bands.length,
+      bands: this.drawn.bands.length,
       y,
       skipped: this.skipped,
     });
@@ -230,7 +228,7 @@ export class Chart {
           : undefined;
     // The bands are not uPlot's data: the y range is taken from every value drawn.
     const yRange = () => {
-      const [lo, hi] = this.y ?? [];
+      const [lo, hi] = this.drawn?.y ?? [];
       if (!(hi >= lo)) return [null, null];
       return view.log ? uPlot.rangeLog(lo, hi, 10, false) : uPlot.rangeNum(lo, hi, 0.1, true);
     };
@@ -256,7 +254,7 @@ export class Chart {
           dblclick: () => () => this.onReset(),
         },
       },
-      plugins: [minMaxBands(() => this.bands), invalidMarkers(() => this.marks)],
+      plugins: [minMaxBands(() => this.drawn?.bands ?? []), invalidMarkers(() => this.marks)],
       hooks: {
         setSelect: [
           (u) => {
