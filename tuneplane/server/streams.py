@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 from tuneplane.contract.limits import LIVE_POINTS_MAX
-from tuneplane.server.reads import metric_json, run_names
+from tuneplane.server.reads import RunNames, metric_json, run_names
 from tuneplane.server.run_json import run_json
 from tuneplane.server.state import AppState, app_state
 from tuneplane.store import catalog, points
@@ -71,7 +71,7 @@ async def stream_run(
 async def stream_runs(
     request: Request,
     project: str,
-    runs: Annotated[str, Query(description="run names, comma-separated")],
+    runs: RunNames,
     points: PointsFlag = False,
 ) -> Response:
     """``…/runs/{run}/stream`` for each named run (1-64) on one connection; every event's

@@ -31,8 +31,8 @@ Item = TypeVar("Item")
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 #: Writer threads (and connections held by them) on PostgreSQL: enough that PostgreSQL works
 #: while a writer waits on a commit, few enough that each takes many batches together. One
-#: per core, 2 to 8: on 2 cores, 2 writers stored 18% more small batches a second than 4 (and
-#: as many full ones), and 8 fewer full ones.
+#: per core, 2 to 8: on 2 cores, 2 writers stored 18% more small batches a second than 4 and
+#: as many full ones, and 8 stored fewer full ones than 4.
 POSTGRES_WRITERS = max(2, min(8, os.cpu_count() or 2))
 # Any constant works; it only has to be the same in every tuneplane process.
 _PG_MIGRATION_LOCK = 0x7475_6E65
