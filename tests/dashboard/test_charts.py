@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Locator, Page, Request, expect
 
 from tests.dashboard.pages import chart_order, charts, open_ready, wait_points, wait_ready
-from tests.dashboard.seed import PROJECT, SDK_PROJECT, Seeded, post_ingest
+from tests.dashboard.seed import PROJECT, SDK_PROJECT, Seeded, arena_run, post_ingest
 from tests.helpers import log
 
 LONG_STEPS = 3000
@@ -78,6 +78,31 @@ def test_two_runs_are_overlaid_one_colour_each_with_values_under_the_cursor(page
     expect(page).to_have_url(f"/compare?project={PROJECT}&runs=grpo-qwen-8&x=time")
     wait_ready(page)
     assert charts(page)["reward"]["runs"] == {f"{PROJECT}/grpo-qwen-8": 240}
+
+
+def test_legend_of_many_runs_shows_values_under_the_cursor_only(page: Page, seeded: Seeded) -> None:
+    runs = [f"many-{i}" for i in range(5)]
+    for i, run in enumerate(runs):
+        arena_run(seeded.base, run, i, 40, project="many")
+    page.goto(f"/compare?project=many&runs={','.join(runs)}")
+    wait_ready(page)
+    legend = page.locator('.chart[data-metric="reward"] .legend')
+    expect(legend.locator(".legend-label")).to_have_text(runs)
+    # Five runs are past the last-values limit: names only while the cursor is elsewhere.
+    expect(legend.locator(".legend-where")).to_have_text("values under the cursor")
+    assert legend.locator(".legend-value").all_text_contents() == [""] * 5
+
+    over = page.locator('.chart[data-metric="reward"] .u-over')
+    box = over.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(legend.locator(".legend-where")).to_contain_text("step")
+    values = legend.locator(".legend-value").all_text_contents()
+    assert all(value and value != "no data" for value in values), values
+
+    page.mouse.move(0, 0)
+    expect(legend.locator(".legend-where")).to_have_text("values under the cursor")
+    assert legend.locator(".legend-value").all_text_contents() == [""] * 5
 
 
 def points_requests(page: Page) -> list[dict[str, list[str]]]:

@@ -1,15 +1,21 @@
-// The legend under a chart: one row per run with the value under the cursor (the last value
-// when the cursor is elsewhere), smoothed and raw.
+// The legend under a chart: one row per run with the value under the cursor, smoothed and
+// raw. With the cursor elsewhere it shows the last values of up to LAST_VALUES_RUNS runs; past
+// that only the runs' names: a live point would change every value, and each changed text
+// costs the page layout and paint on every update for numbers nobody reads twenty at a time.
 
 import { h } from "../lib/dom.js";
 import { fmtDuration, fmtNum, fmtStep, fmtTime } from "../lib/format.js";
 import { nearest } from "./series.js";
+
+/** Charts of at most this many runs show their last values while the cursor is elsewhere. */
+const LAST_VALUES_RUNS = 4;
 
 export class Legend {
   constructor() {
     this.el = h("div", { class: "legend" });
     this.rows = [];
     this.where = h("span", { class: "legend-where" });
+    this.x = null; // the cursor's x value, or null
   }
 
   /** entries: [{run: {label, color}, xs, raw, smooth, series}]; axis: step|time|relative. */
@@ -20,8 +26,8 @@ export class Legend {
     this.axis = axis;
     this.runs = runs;
     if (same) {
-      // Live updates keep the rows: only the values change.
-      this.show(null);
+      // Live updates keep the rows, and the cursor's place: only the values change.
+      this.show(this.x);
       return;
     }
     this.rows = entries.map((entry) => {
@@ -38,15 +44,22 @@ export class Legend {
       return { row, value, raw };
     });
     this.el.replaceChildren(this.where, ...this.rows.map((r) => r.row));
-    this.show(null);
+    this.show(this.x);
   }
 
-  /** x: the cursor's x value, or null for the last values. */
+  /** x: the cursor's x value, or null for the last values (see LAST_VALUES_RUNS). */
   show(x) {
+    this.x = x;
     if (!this.entries) return;
-    let where = null;
+    const hidden = x == null && this.entries.length > LAST_VALUES_RUNS;
+    let where = hidden ? "values under the cursor" : null;
     this.entries.forEach((entry, i) => {
       const { value, raw } = this.rows[i];
+      if (hidden) {
+        setText(value, "");
+        setText(raw, "");
+        return;
+      }
       const n = entry.xs.length;
       const index = n === 0 ? -1 : x == null ? n - 1 : nearest(entry.xs, x);
       if (index < 0) {
