@@ -62,7 +62,7 @@ export function compareRow(ref, run, removeHref) {
     { dataset: { run: ref.run } },
     h("td", {}, h("i", { class: "swatch", style: { background: ref.color } })),
     h("td", {}, h("a", { href: api.page.run(ref.project, ref.run), text: ref.label })),
-    liveCells(run),
+    liveCells(run).map(liveCell),
     h("td", {}, configChips(run.config, 3)),
     h("td", {}, h("a", { href: api.csvUrl(ref.project, ref.run), download: true, text: "CSV" })),
     h("td", {}, removeHref
@@ -100,17 +100,35 @@ export function alertStrip(run, alerts) {
 /** The first of a comparison row's cells that change as the run goes on (see liveCells). */
 const LIVE_CELLS_FROM = 2;
 
-/** Status, transport health, last step and update time: what a live update changes. */
+/** What each live cell last showed: cell -> its key (see liveCells). */
+const shown = new WeakMap();
+
+/**
+ * Status, transport health, last step and update time: what a live update changes. Each
+ * cell comes with a key of what it shows, so that an update builds only the cells that
+ * changed (with twenty runs reporting, most of a row's cells stay as they are).
+ */
 function liveCells(run) {
   return [
-    h("td", {}, statusBadge(run)),
-    h("td", {}, healthBadge(run)),
-    h("td", { class: "num", text: `step ${fmtInt(run.last_step)}` }),
-    h("td", { title: fmtTime(run.updated_at), text: fmtAgo(run.updated_at) }),
+    [`${run.status} ${run.exit_code}`, () => h("td", {}, statusBadge(run))],
+    [JSON.stringify(run.transport ?? null), () => h("td", {}, healthBadge(run))],
+    [run.last_step, () => h("td", { class: "num", text: `step ${fmtInt(run.last_step)}` })],
+    [run.updated_at, () => h("td", { title: fmtTime(run.updated_at), text: fmtAgo(run.updated_at) })],
   ];
+}
+
+function liveCell([key, make]) {
+  const cell = make();
+  shown.set(cell, key);
+  return cell;
 }
 
 /** Bring a row made by compareRow up to date; the run's name, config and links stay. */
 export function updateCompareRow(row, run) {
-  liveCells(run).forEach((cell, i) => morph(row.cells[LIVE_CELLS_FROM + i], cell));
+  liveCells(run).forEach(([key, make], i) => {
+    const cell = row.cells[LIVE_CELLS_FROM + i];
+    if (shown.get(cell) === key) return;
+    morph(cell, make());
+    shown.set(row.cells[LIVE_CELLS_FROM + i], key);
+  });
 }
