@@ -28,8 +28,9 @@ export class Chart {
     this.onReset = onReset;
     this.uplot = null;
     this.signature = null;
-    // As last given to uPlot: {parts, copies, y: [lowest, highest] value (band edges
-    // included), marks, bands: [{xs, min, max, fill}]}; the band plugin and the y range read it.
+    // As last given to uPlot: {parts, versions (theirs then), copies (of their tables then),
+    // y: [lowest, highest] value (band edges included), marks, bands: [{xs, min, max, fill}]};
+    // the band plugin and the y range read it.
     this.drawn = null;
     this.parts = new WeakMap(); // Series -> its part (see part())
     this.skipped = 0;
@@ -116,14 +117,17 @@ export class Chart {
     if (unchanged) {
       this.skipped += 1;
     } else {
-      // Copies: live points change a series' last bucket in place.
+      // Copies: live points change a part's arrays in place (see extend()).
+      const versions = parts.map((part) => part.version);
       const copies = tables.map((table, i) =>
-        this.drawn?.parts[i] === parts[i] && parts[i] ? this.drawn.copies[i] : table.map((column) => column.slice()),
+        parts[i] && this.drawn?.parts[i] === parts[i] && this.drawn.versions[i] === versions[i]
+          ? this.drawn.copies[i]
+          : table.map((column) => column.slice()),
       );
       const bands = entries.flatMap(({ run }, i) =>
         parts[i].band ? [{ xs: parts[i].xs, ...parts[i].band, fill: fade(run.color, 0.16) }] : [],
       );
-      this.drawn = { parts, copies, y, marks, bands };
+      this.drawn = { parts, versions, copies, y, marks, bands };
       const data = lines.length === 1 ? lines[0] : joinAscending(lines);
       if (signature !== this.signature || !this.uplot) {
         this.uplot?.destroy();
@@ -151,25 +155,57 @@ export class Chart {
   }
 
   /**
-   * One run's arrays as the chart draws them, made again only when its series or the view
-   * changed: {xs, smoothed, lines: [xs, mean, ema?] (uPlot's), band: {min, max} or null,
-   * table: [xs, ...every y drawn], y: their extent}.
+   * One run's arrays as the chart draws them: {xs, smoothed, lines: [xs, mean, ema?]
+   * (uPlot's), band: {min, max} or null, table: [xs, ...every y drawn], y: their extent,
+   * version: the series' version they show}. Made again when the view changes; when only
+   * the series grew (a live point), brought up to date in place from its last bucket on,
+   * the buckets before it being as they were (see Series.append).
    */
   part({ series, t0 }, view) {
-    const key = `${view.x} ${view.smooth} ${view.log} ${t0} ${series.version}`;
+    const key = `${view.x} ${view.smooth} ${view.log} ${t0}`;
     const held = this.parts.get(series);
-    if (held?.key === key) return held;
+    if (held?.key === key && (held.version === series.version || this.extend(held, series, view, t0))) return held;
     const xs = xValues(series, view.x, t0);
-    const smoothed = view.smooth > 0 ? ema(series.mean, series.count, view.smooth) : null;
+    const emaState = { acc: 0, seen: 0 };
+    const smoothed = view.smooth > 0 ? ema(series.mean, series.count, view.smooth, undefined, 0, emaState) : null;
     const lines = [xs, positive(series.mean, view.log)];
     if (smoothed) lines.push(positive(smoothed, view.log));
     const band = series.downsampled
       ? { min: positive(series.min, view.log), max: positive(series.max, view.log) }
       : null;
     const table = band ? [xs, band.min, band.max, ...lines.slice(1)] : lines;
-    const part = { key, xs, smoothed, lines, band, table, y: extent([table]) };
+    // The extent of all but the last row: a live point changes the last row or adds rows.
+    const head = extent(table, 0, xs.length - 1);
+    const part = { key, xs, smoothed, emaState, lines, band, table, head, y: extent(table, xs.length - 1, xs.length, head) };
+    part.version = series.version;
     this.parts.set(series, part);
     return part;
+  }
+
+  /**
+   * Bring a part up to date with its series, which only grew or changed its last bucket;
+   * false when it must be made again instead.
+   */
+  extend(part, series, view, t0) {
+    // Buckets of several points from now on (a short run grown long): it gains a band.
+    if (!part.band && series.downsampled) return false;
+    const from = Math.max(0, part.xs.length - 1);
+    const n = series.length;
+    xValues(series, view.x, t0, part.xs, from);
+    const [, mean, smooth] = part.lines;
+    positive(series.mean, view.log, mean, from);
+    if (part.smoothed) {
+      ema(series.mean, series.count, view.smooth, part.smoothed, from, part.emaState);
+      positive(part.smoothed, view.log, smooth, from);
+    }
+    if (part.band) {
+      positive(series.min, view.log, part.band.min, from);
+      positive(series.max, view.log, part.band.max, from);
+    }
+    part.head = extent(part.table, from, n - 1, part.head);
+    part.y = extent(part.table, n - 1, n, part.head);
+    part.version = series.version;
+    return true;
   }
 
   describe(entries) {
@@ -338,17 +374,17 @@ function seriesOptions(entries, smooth) {
   return series;
 }
 
-/** The lowest and highest value given to the chart (band edges included). */
-function extent(tables) {
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const table of tables) {
-    for (let i = 1; i < table.length; i++) {
-      for (const v of table[i]) {
-        if (v == null) continue;
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-      }
+/**
+ * The lowest and highest value of a table's ys in rows [from, to), widening `start`.
+ */
+function extent(table, from, to, [lo, hi] = [Infinity, -Infinity]) {
+  for (let c = 1; c < table.length; c++) {
+    const column = table[c];
+    for (let i = from; i < to; i++) {
+      const v = column[i];
+      if (v == null) continue;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
     }
   }
   return [lo, hi];
@@ -381,12 +417,15 @@ function samePlace(drawn, parts, tables, y, bbox, log) {
     if (!nx.length) continue;
     // Where the x values stayed, only the scale moved them: most at the ends.
     if (xMoved(ox[0], ox[0]) || xMoved(ox[ox.length - 1], ox[ox.length - 1])) return false;
-    if (parts[t] && drawn.parts[t] === parts[t]) continue;
-    for (let i = 0; i < nx.length; i++) if (ox[i] !== nx[i] && xMoved(ox[i], nx[i])) return false;
+    const same = parts[t] && drawn.parts[t] === parts[t];
+    if (same && drawn.versions[t] === parts[t].version) continue;
+    // A part brought up to date in place changed from the last row it had when drawn on.
+    const from = same ? nx.length - 1 : 0;
+    for (let i = from; i < nx.length; i++) if (ox[i] !== nx[i] && xMoved(ox[i], nx[i])) return false;
     for (let c = 0; c < nys.length; c++) {
       const u = oys[c];
       const v = nys[c];
-      for (let i = 0; i < v.length; i++) {
+      for (let i = from; i < v.length; i++) {
         if (u[i] === v[i]) continue;
         if (u[i] == null || v[i] == null || !(Math.abs(scaled(v[i]) - scaled(u[i])) * yPx < TOLERANCE)) return false;
       }

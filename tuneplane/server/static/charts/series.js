@@ -75,17 +75,17 @@ export function pointBucket([step, value, time]) {
 
 /**
  * The x of each bucket: its step (the middle of its step range), its wall time, or seconds
- * since `t0` (the run's creation), so runs started at different times line up.
+ * since `t0` (the run's creation), so runs started at different times line up. With `xs`
+ * and `from`, only the buckets from there on are placed (in `xs`, in place).
  */
-export function xValues(series, axis, t0 = 0) {
+export function xValues(series, axis, t0 = 0, xs = new Array(series.length), from = 0) {
   const n = series.length;
-  const xs = new Array(n);
   if (axis === "step") {
-    for (let i = 0; i < n; i++) xs[i] = (series.stepMin[i] + series.stepMax[i]) / 2;
+    for (let i = from; i < n; i++) xs[i] = (series.stepMin[i] + series.stepMax[i]) / 2;
   } else {
     const offset = axis === "relative" ? t0 : 0;
-    let previous = -Infinity;
-    for (let i = 0; i < n; i++) {
+    let previous = from > 0 ? xs[from - 1] : -Infinity;
+    for (let i = from; i < n; i++) {
       // Time must not go backwards along steps for a line chart; a late point keeps its order.
       previous = Math.max(previous, series.time[i] - offset);
       xs[i] = previous;
@@ -94,21 +94,26 @@ export function xValues(series, axis, t0 = 0) {
   return xs;
 }
 
-/** On a log scale nothing at or below zero can be drawn: those become gaps. */
-export function positive(values, log) {
+/**
+ * On a log scale nothing at or below zero can be drawn: those become gaps. With `out` and
+ * `from`, only the values from there on are written (in `out`, in place).
+ */
+export function positive(values, log, out = new Array(values.length), from = 0) {
   if (!log) return values;
-  return values.map((v) => (v > 0 ? v : null));
+  for (let i = from; i < values.length; i++) out[i] = values[i] > 0 ? values[i] : null;
+  return out;
 }
 
 /**
  * Exponential moving average with bias correction (as TensorBoard's smoothing), where a
  * bucket of n points counts as n steps, so the curve does not change with the zoom level.
+ * Resumable: `state` ({acc, seen}, before index `from`) becomes the state before the last
+ * value, from where the next call goes on once that value changed or more came.
  */
-export function ema(values, counts, weight) {
-  const out = new Array(values.length);
-  let acc = 0;
-  let seen = 0;
-  for (let i = 0; i < values.length; i++) {
+export function ema(values, counts, weight, out = new Array(values.length), from = 0, state = { acc: 0, seen: 0 }) {
+  let { acc, seen } = state;
+  for (let i = from; i < values.length; i++) {
+    if (i === values.length - 1) Object.assign(state, { acc, seen });
     const v = values[i];
     if (v == null || !Number.isFinite(v)) {
       out[i] = null;
