@@ -47,7 +47,9 @@ def test_the_run_page_charts_every_metric_grouped_reward_loss_and_step_time_firs
     assert {metric: entry["runs"] for metric, entry in drawn.items()} == {
         metric: {f"{PROJECT}/grpo-qwen-7": 300} for metric in METRICS
     }
-    expect(page.locator(".chart canvas")).to_have_count(len(METRICS))
+    # uPlot's canvas (axes, grid) and the layer with the run's data, for every chart.
+    expect(page.locator(".chart canvas:not(.plot-layer)")).to_have_count(len(METRICS))
+    expect(page.locator(".chart canvas.plot-layer")).to_have_count(len(METRICS))
     expect(page.locator('.chart[data-metric="reward"] .legend-value')).to_have_text("1.009")
     csv = page.get_by_role("link", name="Download CSV")
     href = csv.get_attribute("href")

@@ -3,6 +3,7 @@ downsampled, NaN/inf marks, PNG download."""
 
 from __future__ import annotations
 
+import base64
 import math
 from urllib.parse import parse_qs, urlparse
 
@@ -200,19 +201,32 @@ def test_a_zoom_is_in_the_address_so_a_shared_link_shows_it(page: Page, long_run
     other.close()
 
 
-#: Canvas pixels of the run's colour (blue, #1f77b4, faded for the band) in the top quarter of
-#: the chart, where only the band of the spike reaches: the lines, bucket means of values in
-#: [-1, 1], stay near the bottom. Grid and axis text are grey.
-SPIKE_PIXELS = """() => {
-    const canvas = document.querySelector('.chart[data-metric="reward"] canvas');
-    const { width, height } = canvas;
-    const pixels = canvas.getContext("2d").getImageData(0, 0, width, Math.round(height / 4)).data;
+#: Pixels tinted with the run's colour (blue, #1f77b4, faded for the band, over white) in the
+#: top quarter of the chart in its PNG download, where only the band of the spike reaches:
+#: the lines, bucket means of values in [-1, 1], stay near the bottom. Grid, axis text and
+#: title are grey. The
+#: PNG has the title above the chart (1.5 lines of 18 pixels), then the chart (220 high).
+SPIKE_PIXELS = """async (png) => {
+    const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
+    const image = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
+    const canvas = new OffscreenCanvas(image.width, image.height);
+    const ctx = canvas.getContext("2d");
+    ctx.drawImage(image, 0, 0);
+    const pixels = ctx.getImageData(0, 27, image.width, 220 / 4).data;
     let blue = 0;
     for (let i = 0; i < pixels.length; i += 4) {
-        if (pixels[i + 3] > 0 && pixels[i + 2] - pixels[i] > 20) blue += 1;
+        if (pixels[i + 2] - pixels[i] > 4) blue += 1;
     }
     return blue;
 }"""
+
+
+def spike_pixels(page: Page) -> int:
+    """The reward chart's blue pixels near its top, as its PNG download shows them."""
+    with page.expect_download() as download:
+        page.locator('.chart[data-metric="reward"] button.png').click()
+    png = base64.b64encode(download.value.path().read_bytes()).decode()
+    return int(page.evaluate(SPIKE_PIXELS, png))
 
 
 def test_downsampled_series_keep_their_spikes_in_a_band(page: Page, long_run: str) -> None:
@@ -221,12 +235,12 @@ def test_downsampled_series_keep_their_spikes_in_a_band(page: Page, long_run: st
     # Bucket means hide the one-step spike at step 1234 (+50); the min-max band shows it.
     assert drawn["bands"] == 1
     assert drawn["y"][1] > 49
-    assert page.evaluate(SPIKE_PIXELS) > 0
+    assert spike_pixels(page) > 0
     page.locator('input[name="log"]').check()
     page.wait_for_function("() => window.__tuneplane?.charts.reward.draws === 2")
     assert charts(page)["reward"]["y"][1] > 49
     # The spike's bucket has a mean below zero: on a log scale only its band can show it.
-    assert page.evaluate(SPIKE_PIXELS) > 0
+    assert spike_pixels(page) > 0
 
 
 def test_nan_and_inf_steps_are_marked_not_hidden(page: Page) -> None:

@@ -247,9 +247,12 @@ export class Board {
   drawSlot(slot, complete = true, { live = false } = {}) {
     if (!slot.chart) return;
     slot.chart.draw(this.entries(slot), this.view, slot.zoomed ? this.range : null, { live });
-    if (!complete) return;
-    slot.drawn = true;
-    this.checkReady();
+    if (!complete || slot.drawn) return;
+    // Drawn once its layer has drawn it too (a worker may, a little later).
+    slot.chart.painted().then(() => {
+      slot.drawn = true;
+      this.checkReady();
+    });
   }
 
   /** debug.ready: every chart on screen has drawn all its runs (set once it is painted). */

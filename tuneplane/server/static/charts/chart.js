@@ -1,6 +1,7 @@
-// One metric drawn with uPlot, for one run or several overlaid: one colour per run, the raw
-// line faint under its EMA when smoothing, each downsampled bucket's min–max as a band (see
-// bands.js), and NaN/±inf steps as marks. Dragging selects an x range (the board re-queries
+// One metric for one run or several overlaid: one colour per run, the raw line faint under
+// its EMA when smoothing, each downsampled bucket's min–max as a band, and NaN/±inf steps as
+// marks. uPlot draws the axes and grid and follows the cursor; the data is drawn on a layer
+// above them (see layer.js and paint.js). Dragging selects an x range (the board re-queries
 // it).
 
 import uPlot from "../vendor/uPlot.esm.js";
@@ -9,9 +10,8 @@ import { chartDrawn } from "../lib/debug.js";
 import { h, morph } from "../lib/dom.js";
 import { fileName, saveBlob } from "../lib/download.js";
 import { fmtDuration, fmtInt, fmtNum, fmtStep } from "../lib/format.js";
-import { minMaxBands } from "./bands.js";
+import { PlotLayer } from "./layer.js";
 import { Legend } from "./legend.js";
-import { invalidMarkers } from "./markers.js";
 import { ema, invalidX, joinAscending, positive, xValues } from "./series.js";
 
 const HEIGHT = 220;
@@ -27,10 +27,11 @@ export class Chart {
     this.onSelect = onSelect;
     this.onReset = onReset;
     this.uplot = null;
+    this.layer = null; // where the data is drawn, over uPlot's plot area
     this.signature = null;
     // As last given to uPlot: {parts, versions (theirs then), copies (of their tables then),
-    // y: [lowest, highest] value (band edges included), marks, bands: [{xs, min, max, fill}]};
-    // the band plugin and the y range read it.
+    // y: [lowest, highest] value (band edges included), marks, bands: [{xs, min, max, fill}],
+    // lines: [{xs, ys, stroke, width}]}; the layer's frames and the y range read it.
     this.drawn = null;
     this.parts = new WeakMap(); // Series -> its part (see part())
     this.skipped = 0;
@@ -127,10 +128,13 @@ export class Chart {
       const bands = entries.flatMap(({ run }, i) =>
         parts[i].band ? [{ xs: parts[i].xs, ...parts[i].band, fill: fade(run.color, 0.16) }] : [],
       );
-      this.drawn = { parts, versions, copies, y, marks, bands };
+      const drawnLines = entries.flatMap(({ run }, i) =>
+        lineStyles(run, smooth).map((style, j) => ({ xs: parts[i].xs, ys: parts[i].lines[j + 1], ...style })),
+      );
+      this.drawn = { parts, versions, copies, y, marks, bands, lines: drawnLines };
       const data = lines.length === 1 ? lines[0] : joinAscending(lines);
       if (signature !== this.signature || !this.uplot) {
-        this.uplot?.destroy();
+        this.destroy();
         this.uplot = new uPlot(this.options(view, seriesOptions(entries, smooth)), data, this.plot);
         this.signature = signature;
       } else {
@@ -290,8 +294,9 @@ export class Chart {
           dblclick: () => () => this.onReset(),
         },
       },
-      plugins: [minMaxBands(() => this.drawn?.bands ?? []), invalidMarkers(() => this.marks)],
       hooks: {
+        // After every redraw of the axes (new data, zoom, size): the data over them.
+        draw: [(u) => this.paintData(u, view.log)],
         setSelect: [
           (u) => {
             if (u.select.width < 4) return;
@@ -306,6 +311,52 @@ export class Chart {
         ],
       },
     };
+  }
+
+  /** Send the layer what uPlot's scales now show: the runs' bands, lines and marks. */
+  paintData(u, log) {
+    if (!this.drawn) return;
+    if (this.layer?.canvas.parentNode !== u.ctx.canvas.parentNode) {
+      this.layer?.destroy();
+      this.layer = new PlotLayer(u.ctx.canvas);
+    }
+    const ratio = uPlot.pxRatio;
+    const { left, top, width, height } = u.bbox;
+    // Each run's xs once, shared by its band and lines.
+    const converted = new Map();
+    const values = (array) => {
+      let typed = converted.get(array);
+      if (!typed) {
+        typed = new Float64Array(array.length);
+        for (let i = 0; i < array.length; i++) typed[i] = array[i] ?? NaN;
+        converted.set(array, typed);
+      }
+      return typed;
+    };
+    const { x, y } = u.scales;
+    const frame = {
+      width,
+      height,
+      ratio,
+      x: { min: x.min, max: x.max },
+      y: { min: y.min, max: y.max, log },
+      bands: this.drawn.bands.map((band) => ({
+        xs: values(band.xs),
+        min: values(band.min),
+        max: values(band.max),
+        fill: band.fill,
+      })),
+      lines: this.drawn.lines.map((line) => ({ ...line, xs: values(line.xs), ys: values(line.ys) })),
+      marks: this.marks.map((mark) => ({ ...mark, xs: values(mark.xs) })),
+    };
+    this.layer.draw(frame, { left: left / ratio, top: top / ratio, width: width / ratio, height: height / ratio });
+  }
+
+  /** Resolves once what was last given to the chart is drawn (the layer may draw later). */
+  async painted() {
+    // uPlot redraws in a microtask of its own, which sends the layer its frame: after it.
+    await null;
+    await this.layer?.drawn();
   }
 
   /** Ask for a size; a new width is used by the next query's max_points. */
@@ -326,9 +377,11 @@ export class Chart {
     return Math.max(50, Math.min(10000, Math.round(width * (window.devicePixelRatio || 1))));
   }
 
-  downloadPng() {
+  async downloadPng() {
     if (!this.uplot) return;
+    const { bbox } = this.uplot;
     const source = this.uplot.ctx.canvas;
+    const data = await this.layer?.bitmap();
     const ratio = source.width / this.uplot.width;
     const line = 18 * ratio;
     const canvas = document.createElement("canvas");
@@ -341,6 +394,7 @@ export class Chart {
     ctx.font = `bold ${13 * ratio}px system-ui, sans-serif`;
     ctx.fillText(this.metric, 8 * ratio, line);
     ctx.drawImage(source, 0, line * 1.5);
+    if (data) ctx.drawImage(data, bbox.left, line * 1.5 + bbox.top);
     ctx.font = `${12 * ratio}px system-ui, sans-serif`;
     this.entries.forEach((entry, i) => {
       const y = source.height + line * (1.5 + i + 0.8);
@@ -354,22 +408,37 @@ export class Chart {
   }
 
   destroy() {
+    this.layer?.destroy();
+    this.layer = null;
     this.uplot?.destroy();
     this.uplot = null;
   }
 }
 
-/** uPlot's series for the runs' lines as part() makes them. */
+/** A run's lines as part() makes them: the raw values, faint when their EMA is drawn over. */
+function lineStyles(run, smooth) {
+  if (!smooth) return [{ stroke: run.color, width: 1.5 }];
+  return [
+    { stroke: fade(run.color, 0.3), width: 1 },
+    { stroke: run.color, width: 1.75 },
+  ];
+}
+
+/**
+ * uPlot's series for the runs' lines, which it does not draw (the layer does): it places
+ * the cursor's dots on them.
+ */
 function seriesOptions(entries, smooth) {
   const series = [{}];
   for (const { run } of entries) {
-    series.push({
-      label: run.label,
-      stroke: smooth ? fade(run.color, 0.3) : run.color,
-      width: smooth ? 1 : 1.5,
-      spanGaps: false,
-    });
-    if (smooth) series.push({ label: `${run.label} (EMA)`, stroke: run.color, width: 1.75 });
+    lineStyles(run, smooth).forEach((style, j) =>
+      series.push({
+        label: j ? `${run.label} (EMA)` : run.label,
+        ...style,
+        paths: () => null,
+        points: { show: false },
+      }),
+    );
   }
   return series;
 }
