@@ -72,6 +72,10 @@ def test_two_runs_are_overlaid_one_colour_each_with_values_under_the_cursor(page
     after = legend.locator(".legend-value").all_text_contents()
     assert after != before
     assert "no data" not in after
+    # And a dot on each run's line, in its colour.
+    dots = page.locator('.chart[data-metric="reward"] .cursor-dot:not([hidden])')
+    expect(dots).to_have_count(2)
+    assert dots.evaluate_all("els => els.map(e => e.style.background)") == colours
 
     page.locator('input[name="x-axis"][value="time"]').check(force=True)
     expect(page).to_have_url(f"/compare?project={PROJECT}&runs=grpo-qwen-7%2Cgrpo-qwen-8&x=time")
@@ -101,8 +105,11 @@ def test_legend_of_many_runs_shows_values_under_the_cursor_only(page: Page, seed
     values = legend.locator(".legend-value").all_text_contents()
     assert all(value and value != "no data" for value in values), values
 
+    expect(page.locator('.chart[data-metric="reward"] .cursor-dot:not([hidden])')).to_have_count(5)
+
     page.mouse.move(0, 0)
     expect(legend.locator(".legend-where")).to_have_text("values under the cursor")
+    expect(page.locator('.chart[data-metric="reward"] .cursor-dot:not([hidden])')).to_have_count(0)
     assert legend.locator(".legend-value").all_text_contents() == [""] * 5
 
 

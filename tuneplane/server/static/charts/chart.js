@@ -12,7 +12,7 @@ import { fileName, saveBlob } from "../lib/download.js";
 import { fmtDuration, fmtInt, fmtNum, fmtStep } from "../lib/format.js";
 import { PlotLayer } from "./layer.js";
 import { Legend } from "./legend.js";
-import { ema, invalidX, joinAscending, positive, xValues } from "./series.js";
+import { ema, invalidX, nearest, positive, xValues } from "./series.js";
 
 const HEIGHT = 220;
 /** Canvas pixels a live point may move things by and the drawing still be kept. */
@@ -28,6 +28,7 @@ export class Chart {
     this.onReset = onReset;
     this.uplot = null;
     this.layer = null; // where the data is drawn, over uPlot's plot area
+    this.dots = []; // the cursor's dot on each run's line
     this.signature = null;
     // As last given to uPlot: {parts, versions (theirs then), copies (of their tables then),
     // y: [lowest, highest] value (band edges included), marks, bands: [{xs, min, max, fill}],
@@ -72,9 +73,8 @@ export class Chart {
   draw(entries, view, range = null, { live = false } = {}) {
     const smooth = view.smooth > 0;
     const parts = entries.map((entry) => this.part(entry, view));
-    // Every value drawn, to compare with the last drawing; the lines alone are uPlot's data.
+    // Every value drawn, to compare with the last drawing.
     const tables = parts.map((part) => part.table);
-    const lines = parts.map((part) => part.lines);
     this.entries = entries.map(({ run, series }, i) => ({
       run,
       series,
@@ -94,9 +94,7 @@ export class Chart {
     // Steps that were only NaN/inf still widen the x axis, so their marks are on the chart.
     const marked = this.marks.flatMap((m) => m.xs).filter((x) => x != null);
     if (marked.length) {
-      const xs = [[...new Set(marked)].sort((a, b) => a - b)];
-      tables.push(xs);
-      lines.push(xs);
+      tables.push([[...new Set(marked)].sort((a, b) => a - b)]);
     }
     const signature = JSON.stringify([
       view.x,
@@ -132,10 +130,10 @@ export class Chart {
         lineStyles(run, smooth).map((style, j) => ({ xs: parts[i].xs, ys: parts[i].lines[j + 1], ...style })),
       );
       this.drawn = { parts, versions, copies, y, marks, bands, lines: drawnLines };
-      const data = lines.length === 1 ? lines[0] : joinAscending(lines);
+      const data = extentData(tables, y);
       if (signature !== this.signature || !this.uplot) {
         this.destroy();
-        this.uplot = new uPlot(this.options(view, seriesOptions(entries, smooth)), data, this.plot);
+        this.uplot = new uPlot(this.options(view), data, this.plot);
         this.signature = signature;
       } else {
         this.uplot.setData(data);
@@ -259,7 +257,7 @@ export class Chart {
     this.note.textContent = text;
   }
 
-  options(view, series) {
+  options(view) {
     const xValuesFmt =
       view.x === "step"
         ? (u, splits) => splits.map(fmtStep)
@@ -275,7 +273,8 @@ export class Chart {
     return {
       width: Math.max(200, this.plot.clientWidth),
       height: HEIGHT,
-      series,
+      // uPlot holds only the extent of the data (see extentData), which sets its scales.
+      series: [{}, { label: "extent", paths: () => null, points: { show: false } }],
       legend: { show: false },
       scales: {
         x: { time: view.x === "time" },
@@ -288,7 +287,7 @@ export class Chart {
       cursor: {
         sync: { key: "tuneplane", setSeries: false },
         drag: { x: true, y: false, setScale: false },
-        points: { show: cursorDot },
+        points: { show: false },
         bind: {
           // Unzoom to the full series the board holds, instead of uPlot's autoscale.
           dblclick: () => () => this.onReset(),
@@ -307,10 +306,34 @@ export class Chart {
           },
         ],
         setCursor: [
-          (u) => this.legend.show(u.cursor.left >= 0 ? u.posToVal(u.cursor.left, "x") : null),
+          (u) => {
+            const x = u.cursor.left >= 0 ? u.posToVal(u.cursor.left, "x") : null;
+            this.legend.show(x);
+            this.placeDots(u, x, view.log);
+          },
         ],
       },
     };
+  }
+
+  /** A dot on each run's line (its EMA when smoothing) at its bucket nearest to x. */
+  placeDots(u, x, log) {
+    const shown = x == null ? 0 : this.entries.length;
+    while (this.dots.length < shown) {
+      const dot = h("div", { class: "cursor-dot" });
+      u.over.append(dot);
+      this.dots.push(dot);
+    }
+    this.dots.forEach((dot, i) => {
+      const entry = i < shown ? this.entries[i] : null;
+      const index = entry ? nearest(entry.xs, x) : -1;
+      const value = index < 0 ? null : (entry.smooth ?? entry.raw)[index];
+      const hidden = value == null || (log && !(value > 0));
+      if (dot.hidden !== hidden) dot.hidden = hidden;
+      if (hidden) return;
+      dot.style.background = entry.run.color;
+      dot.style.transform = `translate(${u.valToPos(entry.xs[index], "x")}px, ${u.valToPos(value, "y")}px)`;
+    });
   }
 
   /** Send the layer what uPlot's scales now show: the runs' bands, lines and marks. */
@@ -410,6 +433,7 @@ export class Chart {
   destroy() {
     this.layer?.destroy();
     this.layer = null;
+    this.dots = []; // in uPlot's cursor overlay, which goes with it
     this.uplot?.destroy();
     this.uplot = null;
   }
@@ -425,27 +449,17 @@ function lineStyles(run, smooth) {
 }
 
 /**
- * uPlot's series for the runs' lines, which it does not draw (the layer does): it places
- * the cursor's dots on them.
+ * uPlot's data: the x extent of every table (runs and marks) and the y extent of every value
+ * drawn, from which it sets its scales. It draws no series (the layer does).
  */
-function seriesOptions(entries, smooth) {
-  const series = [{}];
-  for (const { run } of entries) {
-    lineStyles(run, smooth).forEach((style, j) =>
-      series.push({
-        label: j ? `${run.label} (EMA)` : run.label,
-        ...style,
-        paths: () => null,
-        points: { show: false },
-      }),
-    );
-  }
-  return series;
+function extentData(tables, [ya, yb]) {
+  const [xa, xb] = xExtent(tables);
+  if (!(xb >= xa)) return [[], []];
+  const ys = yb >= ya ? [ya, yb] : [null, null];
+  return xa === xb ? [[xa], [ys[0]]] : [[xa, xb], ys];
 }
 
-/**
- * The lowest and highest value of a table's ys in rows [from, to), widening `start`.
- */
+/** The lowest and highest value of a table's ys in rows [from, to), widening `start`. */
 function extent(table, from, to, [lo, hi] = [Infinity, -Infinity]) {
   for (let c = 1; c < table.length; c++) {
     const column = table[c];
@@ -513,11 +527,4 @@ function xExtent(tables) {
     hi = Math.max(hi, xs[xs.length - 1]);
   }
   return [lo, hi];
-}
-
-function cursorDot() {
-  const dot = document.createElement("div");
-  for (const key of ["width", "height"]) dot.style[key] = "7px";
-  for (const key of ["marginLeft", "marginTop"]) dot.style[key] = "-3.5px";
-  return dot;
 }
