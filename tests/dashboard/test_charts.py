@@ -3,14 +3,21 @@ downsampled, NaN/inf marks, PNG download."""
 
 from __future__ import annotations
 
-import base64
 import math
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import Locator, Page, Request, expect
 
-from tests.dashboard.pages import chart_order, charts, open_ready, wait_points, wait_ready
+from tests.dashboard.pages import (
+    DECODE_PNG,
+    chart_order,
+    chart_png,
+    charts,
+    open_ready,
+    wait_points,
+    wait_ready,
+)
 from tests.dashboard.seed import PROJECT, SDK_PROJECT, Seeded, arena_run, post_ingest
 from tests.helpers import log
 
@@ -213,31 +220,36 @@ def test_a_zoom_is_in_the_address_so_a_shared_link_shows_it(page: Page, long_run
 #: the lines, bucket means of values in [-1, 1], stay near the bottom. Grid, axis text and
 #: title are grey. The
 #: PNG has the title above the chart (1.5 lines of 18 pixels), then the chart (220 high).
-SPIKE_PIXELS = """async (png) => {
-    const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
-    const image = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
-    const canvas = new OffscreenCanvas(image.width, image.height);
-    const ctx = canvas.getContext("2d");
-    ctx.drawImage(image, 0, 0);
-    const pixels = ctx.getImageData(0, 27, image.width, 220 / 4).data;
+SPIKE_PIXELS = f"""async (png) => {{
+    const ctx = await ({DECODE_PNG})(png);
+    const pixels = ctx.getImageData(0, 27, ctx.canvas.width, 220 / 4).data;
     let blue = 0;
-    for (let i = 0; i < pixels.length; i += 4) {
+    for (let i = 0; i < pixels.length; i += 4) {{
         if (pixels[i + 2] - pixels[i] > 4) blue += 1;
-    }
+    }}
     return blue;
-}"""
+}}"""
 
 
 def spike_pixels(page: Page) -> int:
     """The reward chart's blue pixels near its top, as its PNG download shows them."""
-    with page.expect_download() as download:
-        page.locator('.chart[data-metric="reward"] button.png').click()
-    png = base64.b64encode(download.value.path().read_bytes()).decode()
-    return int(page.evaluate(SPIKE_PIXELS, png))
+    return int(page.evaluate(SPIKE_PIXELS, chart_png(page, "reward")))
+
+
+#: Who draws a chart's data layer: a canvas handed to a worker has no context on the page.
+LAYER_DRAWN_BY = """() => {
+    const layer = document.querySelector('.chart[data-metric="reward"] canvas.plot-layer');
+    try {
+        return layer.getContext("2d") ? "page" : null;
+    } catch {
+        return "worker";
+    }
+}"""
 
 
 def test_downsampled_series_keep_their_spikes_in_a_band(page: Page, long_run: str) -> None:
     open_ready(page, long_run)
+    assert page.evaluate(LAYER_DRAWN_BY) == "worker"
     drawn = charts(page)["reward"]
     # Bucket means hide the one-step spike at step 1234 (+50); the min-max band shows it.
     assert drawn["bands"] == 1
@@ -247,6 +259,14 @@ def test_downsampled_series_keep_their_spikes_in_a_band(page: Page, long_run: st
     page.wait_for_function("() => window.__tuneplane?.charts.reward.draws === 2")
     assert charts(page)["reward"]["y"][1] > 49
     # The spike's bucket has a mean below zero: on a log scale only its band can show it.
+    assert spike_pixels(page) > 0
+
+
+def test_where_no_worker_can_draw_the_page_draws_the_data(page: Page, long_run: str) -> None:
+    # A browser that cannot hand a canvas to a worker.
+    page.add_init_script("delete HTMLCanvasElement.prototype.transferControlToOffscreen")
+    open_ready(page, long_run)
+    assert page.evaluate(LAYER_DRAWN_BY) == "page"
     assert spike_pixels(page) > 0
 
 

@@ -99,3 +99,40 @@ def test_a_live_point_updates_a_charts_arrays_as_a_fresh_load_would(page: Page) 
     assert result["problems"] == []
     # The arrays were brought up to date in place, not made again.
     assert result["reused"] == 4 * 60
+
+
+GROWN_TABLE = """async () => {
+    const { update } = await import("/static/charts/paint.js");
+    let seed = 5;
+    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+    // A table as live points change it: its last row changes, or rows are added after it.
+    const expected = [[], [], []];
+    const held = new Map();
+    const problems = [];
+    let length = 0;
+    for (let k = 0; k < 200; k++) {
+        const from = Math.max(0, length - 1);
+        if (!length || random() < 0.6) length += random() < 0.2 ? 4 : 1;
+        for (const column of expected) {
+            for (let i = from; i < length; i++) column[i] = random() < 0.1 ? NaN : random();
+        }
+        const columns = expected.map((column) => Float64Array.from(column.slice(from, length)));
+        const updates = [{ table: 7, length, from, columns }];
+        update(held, { updates, bands: [], lines: [{ table: 7 }] });
+        const table = held.get(7);
+        const same = table.length === length && expected.every((column, c) =>
+            column.every((v, i) => Object.is(v, table.columns[c][i])));
+        if (!same) problems.push(k);
+    }
+    update(held, { updates: [], bands: [], lines: [] });
+    return { problems, length, forgotten: !held.has(7) };
+}"""
+
+
+def test_the_drawn_tables_take_only_the_changed_rows_and_grow(page: Page) -> None:
+    page.goto("/")
+    result = page.evaluate(GROWN_TABLE)
+    assert result["problems"] == []
+    assert result["length"] > 100
+    # A table no frame draws any more is forgotten.
+    assert result["forgotten"] is True

@@ -4,13 +4,21 @@ a comparison follows its runs on one stream."""
 
 from __future__ import annotations
 
+import math
 import re
 from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import Page, Request, Route, expect
 
 from tests.dashboard.conftest import Watched
-from tests.dashboard.pages import chart_order, charts, open_ready, wait_points
+from tests.dashboard.pages import (
+    chart_order,
+    chart_png,
+    charts,
+    open_ready,
+    png_difference,
+    wait_points,
+)
 from tests.dashboard.seed import (
     PROJECT,
     SDK_PROJECT,
@@ -168,3 +176,29 @@ def test_a_live_point_that_moves_nothing_on_screen_is_not_redrawn(
     )
     page.wait_for_function("() => window.__tuneplane.charts.flat.y[1] === 7")
     assert charts(page)["flat"]["skipped"] == skipped
+
+
+def test_a_chart_followed_live_is_drawn_as_a_fresh_load_draws_it(
+    page: Page, seeded: Seeded
+) -> None:
+    """Live points reach the chart's drawing as the rows that changed; once drawn, the chart
+    is the same, pixel for pixel, as the page loaded again."""
+
+    def post(steps: range) -> None:
+        events = [
+            log(f"e{s}", s, {"reward": math.sin(s / 3) * (s % 7)}, run="paint-run") for s in steps
+        ]
+        post_ingest(seeded.base, {"logs": events})
+
+    post(range(10))
+    key = f"{PROJECT}/paint-run"
+    open_ready(page, f"/projects/{PROJECT}/runs/paint-run")
+    expect(page.locator(".live-state").first).to_have_text("live")
+    # More rows than the drawing's tables first had room for, a few at a time.
+    for first, last in ((10, 11), (11, 14), (14, 15), (15, 30)):
+        post(range(first, last))
+        wait_points(page, "reward", key, last)
+    live = chart_png(page, "reward")
+    page.reload()
+    wait_points(page, "reward", key, 30)
+    assert png_difference(page, live, chart_png(page, "reward")) == 0

@@ -18,6 +18,8 @@ const HEIGHT = 220;
 /** Canvas pixels a live point may move things by and the drawing still be kept. */
 const TOLERANCE = 0.25;
 
+let lastPartId = 0;
+
 const AXIS = { stroke: "#555", grid: { stroke: "#eee", width: 1 }, ticks: { stroke: "#ddd" } };
 
 export class Chart {
@@ -30,11 +32,12 @@ export class Chart {
     this.layer = null; // where the data is drawn, over uPlot's plot area
     this.dots = []; // the cursor's dot on each run's line
     this.signature = null;
-    // As last given to uPlot: {parts, versions (theirs then), copies (of their tables then),
-    // y: [lowest, highest] value (band edges included), marks, bands: [{xs, min, max, fill}],
-    // lines: [{xs, ys, stroke, width}]}; the layer's frames and the y range read it.
+    // As last drawn: {parts, ends (each part's length then and its last row: see samePlace),
+    // x and y: [lowest, highest] (band edges included), marks, bands: [{table, fill}], lines:
+    // [{table, column, stroke, width}]}; the layer's frames and the y range read it.
     this.drawn = null;
     this.parts = new WeakMap(); // Series -> its part (see part())
+    this.sent = new Map(); // part -> {version, length} as the layer has it
     this.skipped = 0;
     this.entries = [];
     this.width = null; // the plot's width in CSS pixels, once laid out
@@ -116,20 +119,19 @@ export class Chart {
     if (unchanged) {
       this.skipped += 1;
     } else {
-      // Copies: live points change a part's arrays in place (see extend()).
-      const versions = parts.map((part) => part.version);
-      const copies = tables.map((table, i) =>
-        parts[i] && this.drawn?.parts[i] === parts[i] && this.drawn.versions[i] === versions[i]
-          ? this.drawn.copies[i]
-          : table.map((column) => column.slice()),
-      );
+      // Live points change a part's arrays in place, from its last row on (see extend()).
+      const ends = parts.map(({ table, version }) => {
+        const length = table[0].length;
+        return { version, length, row: table.map((column) => column[length - 1]) };
+      });
       const bands = entries.flatMap(({ run }, i) =>
-        parts[i].band ? [{ xs: parts[i].xs, ...parts[i].band, fill: fade(run.color, 0.16) }] : [],
+        parts[i].band ? [{ table: parts[i].id, fill: fade(run.color, 0.16) }] : [],
       );
-      const drawnLines = entries.flatMap(({ run }, i) =>
-        lineStyles(run, smooth).map((style, j) => ({ xs: parts[i].xs, ys: parts[i].lines[j + 1], ...style })),
-      );
-      this.drawn = { parts, versions, copies, y, marks, bands, lines: drawnLines };
+      const drawnLines = entries.flatMap(({ run }, i) => {
+        const first = parts[i].table.length - parts[i].lines.length + 1; // after xs and the band
+        return lineStyles(run, smooth).map((style, j) => ({ table: parts[i].id, column: first + j, ...style }));
+      });
+      this.drawn = { parts, ends, x: xExtent(tables), y, marks, bands, lines: drawnLines };
       const data = extentData(tables, y);
       if (signature !== this.signature || !this.uplot) {
         this.destroy();
@@ -179,6 +181,7 @@ export class Chart {
     // The extent of all but the last row: a live point changes the last row or adds rows.
     const head = extent(table, 0, xs.length - 1);
     const part = { key, xs, smoothed, emaState, lines, band, table, head, y: extent(table, xs.length - 1, xs.length, head) };
+    part.id = ++lastPartId;
     part.version = series.version;
     this.parts.set(series, part);
     return part;
@@ -336,26 +339,30 @@ export class Chart {
     });
   }
 
-  /** Send the layer what uPlot's scales now show: the runs' bands, lines and marks. */
+  /**
+   * Send the layer what uPlot's scales now show: the runs' bands, lines and marks, with the
+   * rows of their tables it does not have yet.
+   */
   paintData(u, log) {
     if (!this.drawn) return;
     if (this.layer?.canvas.parentNode !== u.ctx.canvas.parentNode) {
       this.layer?.destroy();
       this.layer = new PlotLayer(u.ctx.canvas);
+      this.sent.clear();
+    }
+    const updates = [];
+    const shown = new Set(this.drawn.parts);
+    for (const part of this.sent.keys()) if (!shown.has(part)) this.sent.delete(part);
+    for (const part of shown) {
+      const sent = this.sent.get(part);
+      if (sent?.version === part.version) continue;
+      const length = part.xs.length;
+      const from = sent ? Math.max(0, sent.length - 1) : 0;
+      updates.push({ table: part.id, length, from, columns: part.table.map((column) => rows(column, from)) });
+      this.sent.set(part, { version: part.version, length });
     }
     const ratio = uPlot.pxRatio;
     const { left, top, width, height } = u.bbox;
-    // Each run's xs once, shared by its band and lines.
-    const converted = new Map();
-    const values = (array) => {
-      let typed = converted.get(array);
-      if (!typed) {
-        typed = new Float64Array(array.length);
-        for (let i = 0; i < array.length; i++) typed[i] = array[i] ?? NaN;
-        converted.set(array, typed);
-      }
-      return typed;
-    };
     const { x, y } = u.scales;
     const frame = {
       width,
@@ -363,14 +370,10 @@ export class Chart {
       ratio,
       x: { min: x.min, max: x.max },
       y: { min: y.min, max: y.max, log },
-      bands: this.drawn.bands.map((band) => ({
-        xs: values(band.xs),
-        min: values(band.min),
-        max: values(band.max),
-        fill: band.fill,
-      })),
-      lines: this.drawn.lines.map((line) => ({ ...line, xs: values(line.xs), ys: values(line.ys) })),
-      marks: this.marks.map((mark) => ({ ...mark, xs: values(mark.xs) })),
+      updates,
+      bands: this.drawn.bands,
+      lines: this.drawn.lines,
+      marks: this.marks.map((mark) => ({ ...mark, xs: rows(mark.xs, 0) })),
     };
     this.layer.draw(frame, { left: left / ratio, top: top / ratio, width: width / ratio, height: height / ratio });
   }
@@ -433,6 +436,7 @@ export class Chart {
   destroy() {
     this.layer?.destroy();
     this.layer = null;
+    this.sent.clear();
     this.dots = []; // in uPlot's cursor overlay, which goes with it
     this.uplot?.destroy();
     this.uplot = null;
@@ -474,18 +478,18 @@ function extent(table, from, to, [lo, hi] = [Infinity, -Infinity]) {
 }
 
 /**
- * Whether `tables` (one per run: [xs, ...ys], then the marks' xs) would be drawn where the
- * last drawing put them, within a quarter of a canvas pixel: the same y extent (so the same
- * y scale) and every x and y position moved less than that. Runs are compared one by one
- * (their joined table gains a row whenever one run's last x moves); the x scale spans the
- * lowest to the highest x. An x value that did not change moves only with the x scale, and
- * positions are linear in x, so no such value of a run moves more than its first or last
- * would: only those and the changed values are checked.
+ * Whether `parts` would be drawn where the last drawing put them, within a quarter of a
+ * canvas pixel: the same parts (made again, they are drawn again), the same y extent (so the
+ * same y scale), the same rows, and every x and y position moved less than that. The x scale
+ * spans the lowest to the highest x of `tables` (the parts' and the marks'). A part changes
+ * only from the last row it had when drawn (see extend()): the rows before it moved only
+ * with the x scale, and positions are linear in x, so none of them moved more than its first
+ * or that last row's old x would; those and the last row are checked.
  */
 function samePlace(drawn, parts, tables, y, bbox, log) {
-  if (!drawn || drawn.copies.length !== tables.length) return false;
+  if (!drawn || drawn.parts.length !== parts.length) return false;
   if (y[0] !== drawn.y[0] || y[1] !== drawn.y[1]) return false;
-  const [oa, ob] = xExtent(drawn.copies);
+  const [oa, ob] = drawn.x;
   const [na, nb] = xExtent(tables);
   if (!(ob > oa && nb > na)) return false;
   const xMoved = (u, v) => !(Math.abs(((v - na) / (nb - na) - (u - oa) / (ob - oa)) * bbox.width) < TOLERANCE);
@@ -493,25 +497,20 @@ function samePlace(drawn, parts, tables, y, bbox, log) {
   const [ya, yb] = [scaled(y[0]), scaled(y[1])];
   // The y extent stands for the scale: the scale is wider, so positions move less than this.
   const yPx = yb > ya ? bbox.height / (yb - ya) : Infinity;
-  for (let t = 0; t < tables.length; t++) {
-    const [ox, ...oys] = drawn.copies[t];
-    const [nx, ...nys] = tables[t];
-    if (ox.length !== nx.length || oys.length !== nys.length) return false;
-    if (!nx.length) continue;
-    // Where the x values stayed, only the scale moved them: most at the ends.
-    if (xMoved(ox[0], ox[0]) || xMoved(ox[ox.length - 1], ox[ox.length - 1])) return false;
-    const same = parts[t] && drawn.parts[t] === parts[t];
-    if (same && drawn.versions[t] === parts[t].version) continue;
-    // A part brought up to date in place changed from the last row it had when drawn on.
-    const from = same ? nx.length - 1 : 0;
-    for (let i = from; i < nx.length; i++) if (ox[i] !== nx[i] && xMoved(ox[i], nx[i])) return false;
-    for (let c = 0; c < nys.length; c++) {
-      const u = oys[c];
-      const v = nys[c];
-      for (let i = from; i < v.length; i++) {
-        if (u[i] === v[i]) continue;
-        if (u[i] == null || v[i] == null || !(Math.abs(scaled(v[i]) - scaled(u[i])) * yPx < TOLERANCE)) return false;
-      }
+  for (let t = 0; t < parts.length; t++) {
+    const { table, version } = parts[t];
+    const { length, row } = drawn.ends[t];
+    if (parts[t] !== drawn.parts[t] || table[0].length !== length) return false;
+    if (!length) continue;
+    const [first, last] = [length > 1 ? table[0][0] : row[0], row[0]];
+    if (xMoved(first, first) || xMoved(last, last)) return false;
+    if (version === drawn.ends[t].version) continue;
+    const i = length - 1;
+    if (table[0][i] !== last && xMoved(last, table[0][i])) return false;
+    for (let c = 1; c < table.length; c++) {
+      const [u, v] = [row[c], table[c][i]];
+      if (u === v) continue;
+      if (u == null || v == null || !(Math.abs(scaled(v) - scaled(u)) * yPx < TOLERANCE)) return false;
     }
   }
   return true;
@@ -527,4 +526,11 @@ function xExtent(tables) {
     hi = Math.max(hi, xs[xs.length - 1]);
   }
   return [lo, hi];
+}
+
+/** A column's values from `from` on, NaN for a gap (null). */
+function rows(column, from) {
+  const values = new Float64Array(Math.max(0, column.length - from));
+  for (let i = from; i < column.length; i++) values[i - from] = column[i] ?? NaN;
+  return values;
 }

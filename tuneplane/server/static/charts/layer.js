@@ -4,7 +4,7 @@
 // milliseconds of sending them, not the tens of drawing and rasterizing them. Elsewhere the
 // page draws them itself.
 
-import { paint } from "./paint.js";
+import { paint, update } from "./paint.js";
 
 let worker; // shared by every layer; null where a canvas cannot be handed to one
 const layers = new Map(); // id -> PlotLayer, for the worker's answers
@@ -36,6 +36,7 @@ export class PlotLayer {
       layers.set(this.id, this);
     } else {
       this.ctx = this.canvas.getContext("2d");
+      this.tables = new Map();
     }
     this.box = "";
   }
@@ -59,7 +60,8 @@ export class PlotLayer {
     if (!this.worker) {
       if (this.canvas.width !== frame.width) this.canvas.width = frame.width;
       if (this.canvas.height !== frame.height) this.canvas.height = frame.height;
-      paint(this.ctx, frame);
+      update(this.tables, frame);
+      paint(this.ctx, frame, this.tables);
       this.done = seq;
       return;
     }
@@ -103,9 +105,8 @@ export class PlotLayer {
 
 /** The buffers of a frame's arrays, to hand over with it. */
 function buffers(frame) {
-  const all = new Set();
-  for (const band of frame.bands) for (const key of ["xs", "min", "max"]) all.add(band[key].buffer);
-  for (const line of frame.lines) for (const key of ["xs", "ys"]) all.add(line[key].buffer);
-  for (const mark of frame.marks) all.add(mark.xs.buffer);
-  return [...all];
+  return [
+    ...frame.updates.flatMap(({ columns }) => columns.map((column) => column.buffer)),
+    ...frame.marks.map((mark) => mark.xs.buffer),
+  ];
 }
