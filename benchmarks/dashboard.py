@@ -12,7 +12,9 @@ What it measures:
   (drawn it, or kept its canvas because it would move nothing by a quarter pixel), minus
   what the page spends idle over the same time (measured while the harness polls the page
   as it does during an update). ``draw ms`` is the page's own measure of the
-  synchronous redraw; ``frames``, how many live frames the page drew for the update. The
+  synchronous redraw; ``frames``, how many live frames the page drew for the update;
+  ``worker ms``, the time the worker that draws the charts' data (bands, lines, marks)
+  spent on it, off the main thread. The
   same is done for the comparison (1 point per series in each run): once with every run's
   batch posted at once (workers of one sweep reporting the same step), and once with the
   batches posted one after another, each after the previous answer, which spreads the
@@ -251,6 +253,8 @@ class LiveUpdate:
     draw_ms: list[float] = field(default_factory=list)
     #: Live frames the page drew for each update (changes arriving apart are drawn apart).
     frames: list[int] = field(default_factory=list)
+    #: Time spent drawing the charts' data for each update, off the main thread (the worker).
+    paint_ms: list[float] = field(default_factory=list)
     idle_ms_per_s: float = 0.0
 
 
@@ -345,6 +349,7 @@ def measure_live(
     list(poster.map(lambda _: client.get("/healthz"), runs))
     for _ in range(repeats):
         updates = page.evaluate("window.__tuneplane.updates")
+        painted = page.evaluate("window.__tuneplane.paintMs")
         want = {run: None for run in runs}
         started_task = task_ms(cdp)
         started = time.perf_counter()
@@ -368,7 +373,8 @@ def measure_live(
         result.frames.append(frames)
         result.draw_ms.append(page.evaluate("window.__tuneplane.lastUpdateMs"))
         step += gap
-        time.sleep(0.3)
+        time.sleep(0.3)  # the worker has drawn by then
+        result.paint_ms.append(page.evaluate("window.__tuneplane.paintMs") - painted)
     poster.shutdown()
     client.close()
     context.close()
@@ -468,8 +474,11 @@ def main() -> int:
             f"{median(load.first_chart_ms):.0f} | {median(load.ready_ms):.0f} "
             f"({', '.join(f'{v:.0f}' for v in load.ready_ms)}) |"
         )
-    print("\n| live update | main-thread ms (median) | all samples | draw ms (median) | frames |")
-    print("|---|--:|---|--:|---|")
+    print(
+        "\n| live update | main-thread ms (median) | all samples | draw ms (median) | frames "
+        "| worker ms (median) |"
+    )
+    print("|---|--:|---|--:|---|--:|")
     for name, live in (
         ("run page", live_run),
         (f"compare {args.runs} runs", live_compare),
@@ -480,7 +489,7 @@ def main() -> int:
         print(
             f"| {name} | {median(live.task_ms):.1f} | "
             f"{', '.join(f'{v:.1f}' for v in live.task_ms)} | {median(live.draw_ms):.1f} | "
-            f"{', '.join(map(str, live.frames))} |"
+            f"{', '.join(map(str, live.frames))} | {median(live.paint_ms):.1f} |"
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

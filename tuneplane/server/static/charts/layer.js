@@ -4,18 +4,37 @@
 // milliseconds of sending them, not the tens of drawing and rasterizing them. Elsewhere the
 // page draws them itself.
 
+import { debug } from "../lib/debug.js";
 import { paint, update } from "./paint.js";
 
 let worker; // shared by every layer; null where a canvas cannot be handed to one
 const layers = new Map(); // id -> PlotLayer, for the worker's answers
 let lastId = 0;
+// Messages for the worker, sent together at the end of the task: a live update that redraws
+// eight charts sends one message, not eight.
+let outbox = null;
+
+function send(message, transfer = []) {
+  if (!outbox) {
+    outbox = { messages: [], transfer: [] };
+    queueMicrotask(() => {
+      const { messages, transfer: all } = outbox;
+      outbox = null;
+      worker.postMessage(messages, all);
+    });
+  }
+  outbox.messages.push(message);
+  outbox.transfer.push(...transfer);
+}
 
 function painter() {
   if (worker !== undefined) return worker;
   worker = null;
   if (typeof OffscreenCanvas === "undefined" || !HTMLCanvasElement.prototype.transferControlToOffscreen) return worker;
   worker = new Worker(new URL("./painter.js", import.meta.url), { type: "module" });
-  worker.onmessage = ({ data }) => layers.get(data.id)?.answered(data);
+  worker.onmessage = ({ data }) => {
+    for (const answer of data) layers.get(answer.id)?.answered(answer);
+  };
   return worker;
 }
 
@@ -32,7 +51,7 @@ export class PlotLayer {
     this.worker = painter();
     if (this.worker) {
       const offscreen = this.canvas.transferControlToOffscreen();
-      this.worker.postMessage({ type: "attach", id: this.id, canvas: offscreen }, [offscreen]);
+      send({ type: "attach", id: this.id, canvas: offscreen }, [offscreen]);
       layers.set(this.id, this);
     } else {
       this.ctx = this.canvas.getContext("2d");
@@ -60,12 +79,14 @@ export class PlotLayer {
     if (!this.worker) {
       if (this.canvas.width !== frame.width) this.canvas.width = frame.width;
       if (this.canvas.height !== frame.height) this.canvas.height = frame.height;
+      const start = performance.now();
       update(this.tables, frame);
       paint(this.ctx, frame, this.tables);
+      debug.paintMs += performance.now() - start;
       this.done = seq;
       return;
     }
-    this.worker.postMessage({ type: "draw", id: this.id, seq, frame }, buffers(frame));
+    send({ type: "draw", id: this.id, seq, frame }, buffers(frame));
   }
 
   /** Resolves once every frame sent so far is drawn. */
@@ -79,12 +100,15 @@ export class PlotLayer {
     if (!this.worker) return this.canvas.width && this.canvas.height ? this.canvas : null;
     const seq = this.posted;
     const answer = new Promise((resolve) => this.waiting.push([`bitmap ${seq}`, resolve]));
-    this.worker.postMessage({ type: "bitmap", id: this.id, seq });
+    send({ type: "bitmap", id: this.id, seq });
     return (await answer).bitmap;
   }
 
   answered(message) {
-    if (message.type === "drawn") this.done = Math.max(this.done, message.seq);
+    if (message.type === "drawn") {
+      this.done = Math.max(this.done, message.seq);
+      debug.paintMs += message.ms;
+    }
     const key = message.type === "bitmap" ? `bitmap ${message.seq}` : null;
     this.waiting = this.waiting.filter(([want, resolve]) => {
       const ready = key ? want === key : typeof want === "number" && want <= this.done;
@@ -96,7 +120,7 @@ export class PlotLayer {
   destroy() {
     this.canvas.remove();
     if (!this.worker) return;
-    this.worker.postMessage({ type: "detach", id: this.id });
+    send({ type: "detach", id: this.id });
     layers.delete(this.id);
     for (const [, resolve] of this.waiting) resolve({ bitmap: null });
     this.waiting = [];

@@ -6,7 +6,17 @@ import { paint, update } from "./paint.js";
 const canvases = new Map(); // layer id -> OffscreenCanvas
 const tables = new Map(); // layer id -> its tables (see paint.js)
 
+// Messages come in lists (one per task of the page), and the answers go back in lists.
 self.onmessage = async ({ data }) => {
+  const answers = data.map(handle).filter(Boolean);
+  const drawn = answers.filter((answer) => !(answer instanceof Promise));
+  if (drawn.length) self.postMessage(drawn);
+  const bitmaps = await Promise.all(answers.filter((answer) => answer instanceof Promise));
+  if (bitmaps.length) self.postMessage(bitmaps, bitmaps.flatMap(({ bitmap }) => (bitmap ? [bitmap] : [])));
+};
+
+/** Act on one message: the answer, a promise of it (a bitmap), or null. */
+function handle(data) {
   const { type, id } = data;
   if (type === "attach") {
     canvases.set(id, data.canvas);
@@ -16,16 +26,18 @@ self.onmessage = async ({ data }) => {
     tables.delete(id);
   } else if (type === "draw") {
     const canvas = canvases.get(id);
-    if (!canvas) return;
+    if (!canvas) return null;
     const { frame } = data;
     if (canvas.width !== frame.width) canvas.width = frame.width;
     if (canvas.height !== frame.height) canvas.height = frame.height;
+    const start = performance.now();
     update(tables.get(id), frame);
     paint(canvas.getContext("2d"), frame, tables.get(id));
-    self.postMessage({ type: "drawn", id, seq: data.seq });
+    return { type: "drawn", id, seq: data.seq, ms: performance.now() - start };
   } else if (type === "bitmap") {
     const canvas = canvases.get(id);
-    const bitmap = canvas?.width && canvas?.height ? await createImageBitmap(canvas) : null;
-    self.postMessage({ type: "bitmap", id, seq: data.seq, bitmap }, bitmap ? [bitmap] : []);
+    const bitmap = canvas?.width && canvas?.height ? createImageBitmap(canvas) : Promise.resolve(null);
+    return bitmap.then((made) => ({ type: "bitmap", id, seq: data.seq, bitmap: made }));
   }
-};
+  return null;
+}
