@@ -350,17 +350,32 @@ export class Chart {
       this.layer = new PlotLayer(u.ctx.canvas);
       this.sent.clear();
     }
-    const updates = [];
     const shown = new Set(this.drawn.parts);
     for (const part of this.sent.keys()) if (!shown.has(part)) this.sent.delete(part);
+    const changed = [];
     for (const part of shown) {
       const sent = this.sent.get(part);
       if (sent?.version === part.version) continue;
-      const length = part.xs.length;
-      const from = sent ? Math.max(0, sent.length - 1) : 0;
-      updates.push({ table: part.id, length, from, columns: part.table.map((column) => rows(column, from)) });
-      this.sent.set(part, { version: part.version, length });
+      changed.push([part, sent ? Math.max(0, sent.length - 1) : 0]);
+      this.sent.set(part, { version: part.version, length: part.xs.length });
     }
+    // The rows of every changed column in one buffer, handed over with the frame.
+    let size = 0;
+    for (const [part, from] of changed) size += (part.xs.length - from) * part.table.length;
+    const values = new Float64Array(size);
+    let offset = 0;
+    const rows = (column, from) => {
+      const view = values.subarray(offset, offset + column.length - from);
+      for (let i = from; i < column.length; i++) view[i - from] = column[i] ?? NaN;
+      offset += view.length;
+      return view;
+    };
+    const updates = changed.map(([part, from]) => ({
+      table: part.id,
+      length: part.xs.length,
+      from,
+      columns: part.table.map((column) => rows(column, from)),
+    }));
     const ratio = uPlot.pxRatio;
     const { left, top, width, height } = u.bbox;
     const { x, y } = u.scales;
@@ -373,7 +388,7 @@ export class Chart {
       updates,
       bands: this.drawn.bands,
       lines: this.drawn.lines,
-      marks: this.marks.map((mark) => ({ ...mark, xs: rows(mark.xs, 0) })),
+      marks: this.marks.map((mark) => ({ ...mark, xs: Float64Array.from(mark.xs, (x) => x ?? NaN) })),
     };
     this.layer.draw(frame, { left: left / ratio, top: top / ratio, width: width / ratio, height: height / ratio });
   }
@@ -526,11 +541,4 @@ function xExtent(tables) {
     hi = Math.max(hi, xs[xs.length - 1]);
   }
   return [lo, hi];
-}
-
-/** A column's values from `from` on, NaN for a gap (null). */
-function rows(column, from) {
-  const values = new Float64Array(Math.max(0, column.length - from));
-  for (let i = from; i < column.length; i++) values[i - from] = column[i] ?? NaN;
-  return values;
 }

@@ -127,10 +127,9 @@ export class PlotLayer {
   }
 }
 
-/** The buffers of a frame's arrays, to hand over with it. */
+/** The buffers of a frame's arrays (its updates' rows share one), to hand over with it. */
 function buffers(frame) {
-  return [
-    ...frame.updates.flatMap(({ columns }) => columns.map((column) => column.buffer)),
-    ...frame.marks.map((mark) => mark.xs.buffer),
-  ];
+  const all = new Set(frame.updates.flatMap(({ columns }) => columns.map((column) => column.buffer)));
+  for (const mark of frame.marks) all.add(mark.xs.buffer);
+  return [...all];
 }
