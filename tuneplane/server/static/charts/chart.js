@@ -76,7 +76,7 @@ export class Chart {
   draw(entries, view, range = null, { live = false } = {}) {
     const smooth = view.smooth > 0;
     const parts = entries.map((entry) => this.part(entry, view));
-    // Every value drawn, to compare with the last drawing.
+    // Every table drawn (the marks' steps are added below): the x scale spans them.
     const tables = parts.map((part) => part.table);
     this.entries = entries.map(({ run, series }, i) => ({
       run,
