@@ -13,8 +13,9 @@ What it measures:
   what the page spends idle over the same time (measured while the harness polls the page
   as it does during an update). ``draw ms`` is the page's own measure of the
   synchronous redraw; ``frames``, how many live frames the page drew for the update;
-  ``worker ms``, the time the worker that draws the charts' data (bands, lines, marks)
-  spent on it, off the main thread. The
+  ``worker script ms``, the time the worker that draws the charts' data (bands, lines,
+  marks) spent in its script for the update, off the main thread (Chromium rasterizes each
+  canvas after that, on the worker's thread too: not counted). The
   same is done for the comparison (1 point per series in each run): once with every run's
   batch posted at once (workers of one sweep reporting the same step), and once with the
   batches posted one after another, each after the previous answer, which spreads the
@@ -253,7 +254,8 @@ class LiveUpdate:
     draw_ms: list[float] = field(default_factory=list)
     #: Live frames the page drew for each update (changes arriving apart are drawn apart).
     frames: list[int] = field(default_factory=list)
-    #: Time spent drawing the charts' data for each update, off the main thread (the worker).
+    #: The worker's script time drawing the charts' data for each update (rasterizing the
+    #: canvases follows on its thread, not counted), off the main thread.
     paint_ms: list[float] = field(default_factory=list)
     idle_ms_per_s: float = 0.0
 
@@ -476,7 +478,7 @@ def main() -> int:
         )
     print(
         "\n| live update | main-thread ms (median) | all samples | draw ms (median) | frames "
-        "| worker ms (median) |"
+        "| worker script ms (median) |"
     )
     print("|---|--:|---|--:|---|--:|")
     for name, live in (
