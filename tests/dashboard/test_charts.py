@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Locator, Page, Request, expect
 
+from tests.dashboard.conftest import Watched
 from tests.dashboard.pages import (
     DECODE_PNG,
     chart_order,
@@ -268,6 +269,21 @@ def test_where_no_worker_can_draw_the_page_draws_the_data(page: Page, long_run: 
     open_ready(page, long_run)
     assert page.evaluate(LAYER_DRAWN_BY) == "page"
     assert spike_pixels(page) > 0
+
+
+def test_a_drawing_worker_that_fails_says_so(page: Page, watched: Watched) -> None:
+    page.route(
+        "**/static/charts/painter.js",
+        lambda route: route.fulfill(content_type="text/javascript", body="throw new Error('x');"),
+    )
+    page.goto(f"/projects/{PROJECT}/runs/grpo-qwen-7")
+    failed = "the worker drawing the charts failed"
+    for _ in range(100):
+        if any(failed in error for error in watched.errors):
+            break
+        page.wait_for_timeout(50)
+    assert any(failed in error for error in watched.errors), watched.errors
+    watched.errors.clear()
 
 
 def test_nan_and_inf_steps_are_marked_not_hidden(page: Page) -> None:

@@ -10,8 +10,8 @@ import { paint, update } from "./paint.js";
 let worker; // shared by every layer; null where a canvas cannot be handed to one
 const layers = new Map(); // id -> PlotLayer, for the worker's answers
 let lastId = 0;
-// Messages for the worker, sent together at the end of the task: a live update that redraws
-// eight charts sends one message, not eight.
+// Messages for the worker, sent together once the running script is done (a microtask): a
+// live update that redraws eight charts sends one message, not eight.
 let outbox = null;
 
 function send(message, transfer = []) {
@@ -35,6 +35,8 @@ function painter() {
   worker.onmessage = ({ data }) => {
     for (const answer of data) layers.get(answer.id)?.answered(answer);
   };
+  // The charts' data would be missing: say why where a developer looks.
+  worker.onerror = (event) => console.error(`the worker drawing the charts failed: ${event.message}`);
   return worker;
 }
 
