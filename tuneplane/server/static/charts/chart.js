@@ -159,9 +159,9 @@ export class Chart {
   }
 
   /**
-   * One run's arrays as the chart draws them: {xs, smoothed, lines: [xs, mean, ema?]
-   * (uPlot's), band: {min, max} or null, table: [xs, ...every y drawn], y: their extent,
-   * version: the series' version they show}. Made again when the view changes; when only
+   * One run's arrays as the chart draws them: {id, xs, smoothed, lines: [xs, mean, ema?],
+   * band: {min, max} or null, table: [xs, ...every y drawn] (the layer's copy is known by the
+   * id), y: their extent, version: the series' version they show}. Made again when the view changes; when only
    * the series grew (a live point), brought up to date in place from its last bucket on,
    * the buckets before it being as they were (see Series.append).
    */
@@ -388,7 +388,7 @@ export class Chart {
       updates,
       bands: this.drawn.bands,
       lines: this.drawn.lines,
-      marks: this.marks.map((mark) => ({ ...mark, xs: Float64Array.from(mark.xs, (x) => x ?? NaN) })),
+      marks: this.marks.map((mark) => ({ ...mark, xs: Float64Array.from(mark.xs, (v) => v ?? NaN) })),
     };
     this.layer.draw(frame, { left: left / ratio, top: top / ratio, width: width / ratio, height: height / ratio });
   }
