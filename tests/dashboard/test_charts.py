@@ -16,6 +16,7 @@ from tests.dashboard.pages import (
     chart_png,
     charts,
     open_ready,
+    png_difference,
     wait_points,
     wait_ready,
 )
@@ -284,6 +285,17 @@ def test_a_drawing_worker_that_fails_says_so(page: Page, watched: Watched) -> No
         page.wait_for_timeout(50)
     assert any(failed in error for error in watched.errors), watched.errors
     watched.errors.clear()
+
+
+def test_a_changed_view_is_drawn_as_a_fresh_load_of_it(page: Page) -> None:
+    path = f"/compare?project={PROJECT}&runs=grpo-qwen-7,grpo-qwen-8"
+    open_ready(page, path)
+    draws = charts(page)["reward"]["draws"]
+    page.locator('input[name="smooth"]').fill("0.8")
+    page.wait_for_function("n => window.__tuneplane.charts.reward.draws > n", arg=draws, polling=50)
+    changed = chart_png(page, "reward")
+    open_ready(page, path + "&smooth=0.8")
+    assert png_difference(page, changed, chart_png(page, "reward")) == 0
 
 
 def test_nan_and_inf_steps_are_marked_not_hidden(page: Page) -> None:

@@ -99,12 +99,8 @@ export class Chart {
     if (marked.length) {
       tables.push([[...new Set(marked)].sort((a, b) => a - b)]);
     }
-    const signature = JSON.stringify([
-      view.x,
-      view.log,
-      smooth,
-      entries.map((e) => [e.run.label, e.series.downsampled]),
-    ]);
+    // What uPlot's options depend on (its scales and axes): anything else it is only told.
+    const signature = `${view.x} ${view.log}`;
     const y = [Math.min(...parts.map((p) => p.y[0])), Math.max(...parts.map((p) => p.y[1]))];
     const marks = JSON.stringify(this.marks);
     // A live point that moves nothing on screen by a quarter pixel or more (a point folded
@@ -128,7 +124,7 @@ export class Chart {
         parts[i].band ? [{ table: parts[i].id, fill: fade(run.color, 0.16) }] : [],
       );
       const drawnLines = entries.flatMap(({ run }, i) => {
-        const first = parts[i].table.length - parts[i].lines.length + 1; // after xs and the band
+        const first = parts[i].band ? 3 : 1; // the columns after xs, and the band's min and max
         return lineStyles(run, smooth).map((style, j) => ({ table: parts[i].id, column: first + j, ...style }));
       });
       this.drawn = { parts, ends, x: xExtent(tables), y, marks, bands, lines: drawnLines };
