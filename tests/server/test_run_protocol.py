@@ -409,9 +409,10 @@ def test_status_is_final_per_attempt_and_shown_for_the_latest(api: TestClient) -
     assert api.get(RUN).json()["status"] == "running"
     new = start(api)
     api.post("/api/v1/ingest/status", json={"status": "running"}, headers=new)
-    # The first attempt's late ending does not overwrite the second attempt's status.
+    # The first attempt's late ending is refused: it cannot overwrite the second's status.
     late = api.post("/api/v1/ingest/status", json={"status": "failed", "exit_code": 1}, headers=old)
-    assert late.status_code == 200
+    assert late.status_code == 409
+    assert late.json()["error"]["code"] == "attempt_superseded"
     assert api.get(RUN).json()["status"] == "running"
     done = {"status": "succeeded", "exit_code": 0}
     assert api.post("/api/v1/ingest/status", json=done, headers=new).status_code == 200

@@ -259,7 +259,7 @@ class LogShipper:
         if not outcome.rejected:
             self._last_failure = outcome.reason
         self._settle(batch, outcome.reason)
-        if outcome.reason not in self._logged:
+        if outcome.reason not in self._logged and not self._transport.superseded:
             self._logged.add(outcome.reason)
             logger.warning("tuneplane: log lines dropped (%s): %s", outcome.reason, outcome.detail)
 

@@ -6,7 +6,8 @@ batch waits, takes everything queued, and sends it in batches of at most
 most ``OBSERVATION_BATCH_MAX`` (checked when they were queued). A batch is retried on
 transport errors and 5xx with bounded exponential backoff, then dropped and counted; a 4xx
 drops it at once. Each kind of loss is logged once (logger ``tuneplane``), never raised:
-training must not stop for metrics.
+training must not stop for metrics. Once the server answers that a newer execution attempt
+has superseded this one, nothing more is sent (the transport says so once, on stderr).
 """
 
 from __future__ import annotations
@@ -136,7 +137,11 @@ class Sender(threading.Thread):
         self._finish_in_flight()
         pipeline = self._pipeline
         deadline = self._deadline
-        if pipeline is None or (deadline is not None and time.monotonic() >= deadline):
+        if (
+            pipeline is None
+            or self._transport.superseded
+            or (deadline is not None and time.monotonic() >= deadline)
+        ):
             self._send(batch)
         elif pipeline.begin(SCALARS_PATH, batch.body):
             self._in_flight = batch
@@ -194,8 +199,9 @@ class Sender(threading.Thread):
             self._last_failure = outcome.reason
         dropped: Mapping[str, int] = {outcome.reason: count}
         ledger.settle(dropped=dropped)
-        what = EVENTS_LOST if ledger is self._events else POINTS_LOST
-        self._log_once(outcome.reason, outcome.detail, what)
+        if not self._transport.superseded:  # the transport has said so already
+            what = EVENTS_LOST if ledger is self._events else POINTS_LOST
+            self._log_once(outcome.reason, outcome.detail, what)
 
     def _heartbeat(self) -> None:
         deadline = self._deadline
@@ -205,7 +211,7 @@ class Sender(threading.Thread):
         outcome = self._transport.post(
             HEARTBEAT_PATH, body, retry=NO_RETRY, deadline=lambda: self._deadline
         )
-        if outcome.rejected:
+        if outcome.rejected and not self._transport.superseded:
             self._log_once("heartbeat " + outcome.reason, outcome.detail, "heartbeat refused")
 
     def _log_once(self, reason: str, detail: str, what: str = POINTS_LOST) -> None:

@@ -9,7 +9,9 @@ appears in a message, a repr or a log line.
 
 from __future__ import annotations
 
+import contextlib
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -24,6 +26,9 @@ from tuneplane import __version__
 #: Statuses worth retrying besides 5xx: the request was fine, the server was busy.
 _RETRYABLE: Final = frozenset({408, 425, 429})
 _JSON_HEADERS: Final = {"Content-Type": "application/json"}
+#: The server's code for a token whose execution attempt a newer one has superseded: it
+#: will never write again, so nothing more is sent with it.
+SUPERSEDED: Final = "attempt_superseded"
 
 #: Seconds the first attempt may take even when the deadline is closer than that.
 _FIRST_ATTEMPT_MIN_TIMEOUT: Final = 1.0
@@ -102,6 +107,8 @@ class Transport:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._timeout = timeout
+        self._superseded: Outcome | None = None
+        self._superseded_lock = threading.Lock()
         self._client = httpx.Client(
             base_url=self.base_url,
             headers={
@@ -118,6 +125,11 @@ class Transport:
 
     def close(self) -> None:
         self._client.close()
+
+    @property
+    def superseded(self) -> bool:
+        """A newer execution attempt has started: this credential sends nothing more."""
+        return self._superseded is not None
 
     def post(
         self,
@@ -140,6 +152,8 @@ class Transport:
         """
         # orjson, not json: the standard encoder holds the GIL for ~2.4 ms on a 2,048-point
         # batch (float repr), long enough to stall the training thread; orjson takes 0.1 ms.
+        if self._superseded is not None:
+            return self._superseded
         content = orjson.dumps(body)
         failures = 0
         last: Outcome | None = None
@@ -186,8 +200,25 @@ class Transport:
         code, message = _error_summary(response)
         if _final_refusal(status):
             label = f"{status} {code}".strip()
-            return Outcome(False, status, reason=f"rejected by server ({label})", detail=message)
+            outcome = Outcome(False, status, reason=f"rejected by server ({label})", detail=message)
+            if status == 409 and code == SUPERSEDED:
+                self._stop_sending(outcome)
+            return outcome
         return Outcome(False, status, reason=f"server error ({status})", detail=message)
+
+    def _stop_sending(self, outcome: Outcome) -> None:
+        """Say once, on stderr, why nothing more is sent; every later request is refused
+        here at once instead of being retried against the server."""
+        with self._superseded_lock:
+            if self._superseded is not None:
+                return
+            self._superseded = outcome
+        with contextlib.suppress(OSError, ValueError):
+            print(
+                f"tuneplane: stopped sending to {self.base_url}: {outcome.detail}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     @staticmethod
     def _pause(

@@ -11,6 +11,7 @@ server has one handler and one JSON error shape::
     ├── Unauthorized          401  missing or wrong credential
     ├── NotFound              404  unknown project, run, metric or route
     ├── Conflict              409  e.g. a run's config cannot change
+    │   └── AttemptSuperseded 409  a newer execution attempt of the run has started
     ├── PayloadTooLarge       413  body over the route's limit
     ├── InvalidInput          422  one or more rule violations, each naming its field
     └── Unavailable           503  e.g. ingestion disabled
@@ -70,6 +71,20 @@ class NotFound(TuneplaneError):
 class Conflict(TuneplaneError):
     status = 409
     code = "conflict"
+
+
+class AttemptSuperseded(Conflict):
+    """An older execution attempt's token writes after a newer attempt started: a job
+    restart is isolated by its attempt, so the old one's writes are refused for good."""
+
+    code = "attempt_superseded"
+
+    def __init__(self, attempt: int, latest: int) -> None:
+        super().__init__(
+            f"authorization: attempt superseded by attempt {latest} (this token belongs to "
+            f"attempt {attempt}; a newer execution of the run has started)"
+        )
+        self.latest = latest
 
 
 class PayloadTooLarge(TuneplaneError):

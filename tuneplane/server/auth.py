@@ -8,6 +8,7 @@ guard refuses it everywhere else before any route runs.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
@@ -29,26 +30,51 @@ class Forbidden(TuneplaneError):
     code = "ingest_token"
 
 
-def bearer(request: Request) -> str | None:
-    scheme, _, credential = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not credential.strip():
+class AmbiguousCredential(TuneplaneError):
+    status = 400
+    code = "malformed"
+
+
+def _authorization(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    values = [value for name, value in headers if name == b"authorization"]
+    if len(values) > 1:
+        raise AmbiguousCredential("authorization: send one Authorization header, not several")
+    return values[0].decode("latin-1") if values else None
+
+
+def bearer_credential(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The credential of ``Authorization: Bearer <credential>``, or None.
+
+    The one parser of the header, for the routes and the guard alike: the scheme is
+    case-insensitive and may be followed by any run of spaces or tabs (HTTP whitespace);
+    a request with two Authorization headers is refused rather than guessed at."""
+    value = _authorization(headers)
+    parts = value.split(maxsplit=1) if value is not None else []
+    if len(parts) != 2 or parts[0].lower() != "bearer":
         return None
-    return credential.strip()
+    return parts[1].strip()
+
+
+def carries_ingest_token(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether the Authorization header holds an ingest token under any spelling: any
+    scheme, any whitespace, or none at all."""
+    value = _authorization(headers)
+    return value is not None and any(word.startswith(INGEST_TOKEN_PREFIX) for word in value.split())
+
+
+def bearer(request: Request) -> str | None:
+    return bearer_credential(request.scope["headers"])
 
 
 def require_user(request: Request) -> None:
-    """A FastAPI dependency: a valid user API key."""
+    """A FastAPI dependency: a valid user API key, looked up on every request, so that a
+    revoked key is refused at once."""
     key = bearer(request)
     if key is None:
         raise Unauthorized("authorization: send 'Authorization: Bearer <API key>'")
-    state = app_state(request)
-    digest = credentials.hash_secret(key)
-    if digest in state.known_keys:
-        return
-    with state.database.connect() as connection:
+    with app_state(request).database.connect() as connection:
         if not credentials.api_key_is_valid(connection, key):
             raise Unauthorized("authorization: the API key is not valid")
-    state.known_keys.add(digest)
 
 
 async def require_ingest_token(request: Request) -> TokenScope:
@@ -56,7 +82,9 @@ async def require_ingest_token(request: Request) -> TokenScope:
 
     Asynchronous, so a token already resolved costs no trip through the thread pool (a
     synchronous dependency would take one on every ingest request); only a token seen for
-    the first time is looked up, on a worker thread."""
+    the first time is looked up, on a worker thread. The cache only saves that lookup:
+    whether the token may still write is decided inside each write's transaction
+    (``credentials.write_as``)."""
     token = bearer(request)
     if token is None:
         raise Unauthorized("authorization: send 'Authorization: Bearer <ingest token>'")
@@ -83,16 +111,15 @@ class IngestTokenGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope["path"].startswith(INGEST_PREFIX):
-            for name, value in scope["headers"]:
-                if name == b"authorization":
-                    credential = value.decode("latin-1").partition(" ")[2].strip()
-                    if credential.startswith(INGEST_TOKEN_PREFIX):
-                        response = error_response(
-                            Forbidden(
-                                "authorization: ingest tokens only authorize "
-                                f"{INGEST_PREFIX}* routes"
-                            )
-                        )
-                        await response(scope, receive, send)
-                        return
+            refusal: TuneplaneError | None = None
+            try:
+                if carries_ingest_token(scope["headers"]):
+                    refusal = Forbidden(
+                        f"authorization: ingest tokens only authorize {INGEST_PREFIX}* routes"
+                    )
+            except AmbiguousCredential as exc:
+                refusal = exc
+            if refusal is not None:
+                await error_response(refusal)(scope, receive, send)
+                return
         await self.app(scope, receive, send)

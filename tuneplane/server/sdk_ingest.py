@@ -22,7 +22,7 @@ from tuneplane.server.models import LogResult, ScalarResult
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import observations, runlogs, runs, scalars
-from tuneplane.store.credentials import TokenScope
+from tuneplane.store.credentials import TokenScope, write_as
 
 router = APIRouter(prefix="/api/v1/ingest", tags=["ingest"])
 Scope = Annotated[TokenScope, Depends(require_ingest_token)]
@@ -34,7 +34,7 @@ async def ingest_scalars(request: Request, scope: Scope) -> Response:
     batch = parse_scalars(await read_json(request, INGEST_BODY_MAX_BYTES))
     state = app_state(request)
     outcome = await state.database.write(
-        scalars.write_scalars, scope.run_id, batch, key=scope.run_id
+        write_as, scope, scalars.write_scalars, scope.run_id, batch, key=scope.run_id
     )
     state.live.notify(scope.run_id)
     return JSON(outcome.to_json())
@@ -45,7 +45,9 @@ async def ingest_logs(request: Request, scope: Scope) -> Response:
     """Output lines of the attempt; an (attempt, seq) already stored is a duplicate."""
     lines = parse_log_lines(await read_json(request, INGEST_BODY_MAX_BYTES))
     state = app_state(request)
-    new = await state.database.write(runlogs.write_lines, scope, lines, key=scope.run_id)
+    new = await state.database.write(
+        write_as, scope, runlogs.write_lines, scope, lines, key=scope.run_id
+    )
     if new:
         state.live.notify(scope.run_id)
     return JSON({"new": new, "duplicate": len(lines) - new})
@@ -56,7 +58,7 @@ async def ingest_status(request: Request, scope: Scope) -> Response:
     """The attempt's lifecycle: running, then succeeded, failed or cancelled (final)."""
     report = parse_status(await read_json(request, 4096))
     state = app_state(request)
-    await state.database.write(runs.set_status, scope, report, key=scope.run_id)
+    await state.database.write(write_as, scope, runs.set_status, scope, report, key=scope.run_id)
     state.live.notify(scope.run_id)
     return JSON({"status": report.status, "exit_code": report.exit_code})
 
@@ -68,7 +70,7 @@ async def ingest_observations(request: Request, scope: Scope) -> Response:
     batch = parse_observations(await read_json(request, INGEST_BODY_MAX_BYTES))
     state = app_state(request)
     outcome = await state.database.write(
-        observations.write_observations, scope, batch, key=scope.run_id
+        write_as, scope, observations.write_observations, scope, batch, key=scope.run_id
     )
     if outcome.new:
         state.live.notify(scope.run_id)
@@ -80,6 +82,8 @@ async def ingest_heartbeat(request: Request, scope: Scope) -> Response:
     """Transport health of the sender: queued, sent, dropped, failed sends, occupancy."""
     health = parse_heartbeat(await read_json(request, 4096))
     state = app_state(request)
-    await state.database.write(runs.record_heartbeat, scope, health, key=scope.run_id)
+    await state.database.write(
+        write_as, scope, runs.record_heartbeat, scope, health, key=scope.run_id
+    )
     state.live.notify(scope.run_id)
     return JSON({"ok": True})

@@ -19,8 +19,8 @@ class AppState:
     database: Database
     arena: ArenaIngest
     live: LiveHub = field(default_factory=LiveHub)
-    #: Hashes of API keys and ingest tokens already checked against the database.
-    known_keys: set[str] = field(default_factory=set)
+    #: What ingest tokens already seen resolve to, by hash (whether one may still write
+    #: is checked by each write itself).
     known_tokens: dict[str, TokenScope] = field(default_factory=dict)
 
 

@@ -4,11 +4,14 @@ found by its hash, so comparing never depends on how much of a guess was right."
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, insert, select, update
 
@@ -17,9 +20,12 @@ from tuneplane.contract.environment import (
     API_KEY_PREFIX,
     INGEST_TOKEN_PREFIX,
 )
-from tuneplane.contract.errors import Unauthorized
+from tuneplane.contract.errors import AttemptSuperseded, Unauthorized
 from tuneplane.store.dialect import upsert
 from tuneplane.store.schema import api_keys, attempts, projects, runs
+from tuneplane.store.sql import Dialect
+
+T = TypeVar("T")
 
 
 def hash_secret(secret: str) -> str:
@@ -75,7 +81,9 @@ def start_attempt(
 
     A ``request_key`` seen before for this run names the attempt it started: that attempt
     is returned again with a new token (the answer carrying the first one was lost, or the
-    caller would not be asking again), and no attempt is added."""
+    caller would not be asking again), and no attempt is added. Either way the token it
+    replaces, or every token of the attempts it supersedes, writes no more from the moment
+    this commits (:func:`check_current`)."""
     now = time.time()
     token = new_secret(INGEST_TOKEN_PREFIX)
     expires_at = now + token_days * 86_400
@@ -88,6 +96,7 @@ def start_attempt(
         ).scalar_one_or_none()
         if started is not None:
             return IssuedToken(attempt=started, token=token, expires_at=expires_at)
+    _wait_for_writes_of_latest(connection, run_id)
     number = connection.execute(
         update(runs)
         .where(runs.c.id == run_id)
@@ -107,6 +116,22 @@ def start_attempt(
     return IssuedToken(attempt=number, token=token, expires_at=expires_at)
 
 
+def _wait_for_writes_of_latest(connection: Connection, run_id: int) -> None:
+    """On PostgreSQL, lock the run's latest attempt: a write of that attempt in flight on
+    any server process (it holds the row FOR SHARE) commits first, and none starts until
+    the new attempt is committed. Taken before the run's row, so that a write which goes
+    on to update the run (status, heartbeat) cannot deadlock with us. SQLite has one
+    writer, which orders the two by itself."""
+    if connection.dialect.name == "sqlite":
+        return
+    latest = select(runs.c.attempt_count).where(runs.c.id == run_id).scalar_subquery()
+    connection.execute(
+        select(attempts.c.id)
+        .where(attempts.c.run_id == run_id, attempts.c.attempt == latest)
+        .with_for_update()
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class TokenScope:
     """What an ingest token may write to: one run, one execution attempt."""
@@ -117,6 +142,7 @@ class TokenScope:
     project: str
     run: str
     expires_at: float
+    token_hash: str
 
 
 def resolve_ingest_token(connection: Connection, token: str) -> TokenScope:
@@ -131,6 +157,7 @@ def resolve_ingest_token(connection: Connection, token: str) -> TokenScope:
             projects.c.name,
             runs.c.name,
             attempts.c.token_expires_at,
+            attempts.c.token_hash,
         )
         .join(runs, runs.c.id == attempts.c.run_id)
         .join(projects, projects.c.id == runs.c.project_id)
@@ -142,3 +169,38 @@ def resolve_ingest_token(connection: Connection, token: str) -> TokenScope:
     if scope.expires_at <= time.time():
         raise Unauthorized("authorization: the ingest token has expired; start a new attempt")
     return scope
+
+
+def check_current(connection: Connection, scope: TokenScope) -> None:
+    """Refuse a write whose token was replaced or has expired, or whose attempt a newer one
+    superseded. It runs in the write's own transaction: what a server process has cached
+    about a token never decides, so a credential stops writing, on every process sharing
+    the database, from the moment it is replaced.
+
+    Fixed SQL through the driver's cursor: this runs on every ingest write."""
+    dialect = Dialect(connection)
+    cursor = dialect.cursor
+    # FOR SHARE: a start_attempt() that supersedes this attempt waits for this write.
+    lock = "" if dialect.is_sqlite else " FOR SHARE"
+    cursor.execute(
+        dialect.sql("SELECT token_hash, token_expires_at FROM attempts WHERE id = ?" + lock),
+        (scope.attempt_id,),
+    )
+    token_hash, expires_at = cursor.fetchone()
+    if not hmac.compare_digest(token_hash, scope.token_hash):
+        raise Unauthorized(
+            "authorization: the ingest token was replaced (the attempt was started again "
+            "with its Idempotency-Key); use the token that answer carried"
+        )
+    if expires_at <= time.time():
+        raise Unauthorized("authorization: the ingest token has expired; start a new attempt")
+    cursor.execute(dialect.sql("SELECT attempt_count FROM runs WHERE id = ?"), (scope.run_id,))
+    (latest,) = cursor.fetchone()
+    if latest != scope.attempt:
+        raise AttemptSuperseded(scope.attempt, latest)
+
+
+def write_as(connection: Connection, scope: TokenScope, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(connection, *args)``, if ``scope``'s token may still write (:func:`check_current`)."""
+    check_current(connection, scope)
+    return fn(connection, *args)
