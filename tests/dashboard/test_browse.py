@@ -64,8 +64,8 @@ def test_a_deep_link_reproduces_the_view(page: Page) -> None:
     expect(page.locator('input[name="x-axis"][value="relative"]')).to_be_checked()
     expect(page.locator('input[name="smooth"]')).to_have_value("0.5")
     expect(page.locator('input[name="log"]')).to_be_checked()
-    # Raw line faint plus its EMA: the legend shows both.
-    expect(page.locator('.chart[data-metric="reward"] .legend-raw')).to_contain_text("raw")
+    # Raw line faint plus its EMA: the legend shows the last value and where the EMA ends.
+    expect(page.locator('.chart[data-metric="reward"] .legend-raw')).to_contain_text("smoothed")
 
     page.locator('input[name="x-axis"][value="step"]').check(force=True)
     page.locator('input[name="log"]').uncheck()

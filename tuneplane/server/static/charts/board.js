@@ -241,7 +241,21 @@ export class Board {
     const held = slot.zoomed ?? slot.full;
     return this.refs
       .filter((ref) => held.has(ref.key))
-      .map((ref) => ({ run: ref, t0: ref.t0, ...held.get(ref.key) }));
+      .map((ref) => ({ run: ref, t0: ref.t0, ...held.get(ref.key), last: this.lastReport(slot, ref) }));
+  }
+
+  /**
+   * A run's last report of a slot's metric, from its summary (which the stream keeps
+   * current): {step, value}, or {step, kind} when the last step was NaN/inf (a summary's
+   * last value is its last finite one, its last step any). Null when it has none.
+   */
+  lastReport(slot, ref) {
+    const summary = this.summaries.get(ref.key)?.get(slot.metric);
+    if (!summary) return null;
+    const invalid = slot.full.get(ref.key)?.invalid ?? [];
+    const bad = invalid.length ? invalid[invalid.length - 1] : null;
+    if (bad?.step === summary.last_step) return { step: bad.step, kind: bad.kind };
+    return summary.last == null ? null : { step: summary.last_step, value: summary.last };
   }
 
   drawSlot(slot, complete = true, { live = false } = {}) {
@@ -491,7 +505,11 @@ export class Board {
     this.dirtySince = null;
     const start = performance.now();
     for (const dirty of this.dirty) {
-      if (dirty.zoomed) continue;
+      // A zoomed chart keeps its range; only its legend's last values follow.
+      if (dirty.zoomed) {
+        if (dirty.visible) dirty.chart?.follow(this.entries(dirty));
+        continue;
+      }
       // A chart off screen is drawn when it scrolls back into view.
       if (dirty.visible) this.drawSlot(dirty, true, { live: true });
       else dirty.stale = true;

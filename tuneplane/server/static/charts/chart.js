@@ -69,8 +69,8 @@ export class Chart {
   }
 
   /**
-   * entries: [{run: {key, label, color}, series: Series, invalid: [{step, kind}], t0}];
-   * view: {x, smooth, log}; range: [lo, hi] in x units while zoomed, else null. A live
+   * entries: [{run: {key, label, color}, series: Series, invalid: [{step, kind}], t0, last}]
+   * (last: the run's last report, for the legend; see Legend.setEntries); view: {x, smooth, log}; range: [lo, hi] in x units while zoomed, else null. A live
    * draw may keep the drawing when nothing on it would move (see samePlace).
    */
   draw(entries, view, range = null, { live = false } = {}) {
@@ -78,9 +78,10 @@ export class Chart {
     const parts = entries.map((entry) => this.part(entry, view));
     // Every table drawn (the marks' steps are added below): the x scale spans them.
     const tables = parts.map((part) => part.table);
-    this.entries = entries.map(({ run, series }, i) => ({
+    this.entries = entries.map(({ run, series, last }, i) => ({
       run,
       series,
+      last,
       xs: parts[i].xs,
       raw: series.mean,
       smooth: parts[i].smoothed,
@@ -138,7 +139,7 @@ export class Chart {
       }
     }
     if (range) this.uplot.setScale("x", { min: range[0], max: range[1] });
-    this.legend.setEntries(this.entries, view.x);
+    this.legend.setEntries(this.entries, view.x, range != null);
     this.describe(entries);
     const counts = {};
     const lastStep = {};
@@ -209,6 +210,16 @@ export class Chart {
     return true;
   }
 
+  /**
+   * The runs' last reports changed while the drawing stays (a zoomed chart shows a fixed
+   * range): the legend's last values follow them. entries: [{run: {key}, last}].
+   */
+  follow(entries) {
+    const last = new Map(entries.map((e) => [e.run.key, e.last]));
+    for (const entry of this.entries) if (last.has(entry.run.key)) entry.last = last.get(entry.run.key);
+    this.legend.show(this.legend.x);
+  }
+
   describe(entries) {
     const points = entries.reduce((sum, e) => sum + e.series.points, 0);
     const drawn = entries.reduce((sum, e) => sum + e.series.length, 0);
@@ -238,8 +249,9 @@ export class Chart {
     const signature = badges.map((b) => b.textContent + b.title).join("\n");
     if (signature !== this.badgeSignature) {
       this.badgeSignature = signature;
-      // In place: a live point changes only the count's text.
-      morph(this.badges, h("span", { class: "badges" }, badges));
+      // In place: a live point changes only the count's text. A new set of badges replaces
+      // the element, which is then the one to change.
+      this.badges = morph(this.badges, h("span", { class: "badges" }, badges));
     }
     const empty = drawn === 0;
     const note = empty

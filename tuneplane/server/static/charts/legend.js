@@ -1,14 +1,20 @@
-// The legend under a chart: one row per run with the value under the cursor, smoothed and
-// raw. With the cursor elsewhere it shows the last values of up to LAST_VALUES_RUNS runs; past
-// that only the runs' names: a live point would change every value, and each changed text
-// costs the page layout and paint on every update for numbers nobody reads twenty at a time.
+// The legend under a chart: one row per run. Under the cursor, each run's value there: a
+// point's value, or the mean of the bucket of points drawn there, said as such ("mean of
+// steps 990–1,002"). With the cursor elsewhere, each run's last reported value (from the
+// metric's summary, which live updates keep current), never a bucket's mean. Past
+// LAST_VALUES_RUNS runs only the runs' names then: a live point would change every value, and
+// each changed text costs the page layout and paint on every update for numbers nobody reads
+// twenty at a time.
 
 import { h } from "../lib/dom.js";
-import { fmtDuration, fmtNum, fmtStep, fmtTime } from "../lib/format.js";
+import { fmtDuration, fmtInt, fmtNum, fmtTime } from "../lib/format.js";
 import { nearest } from "./series.js";
 
 /** Charts of at most this many runs show their last values while the cursor is elsewhere. */
 const LAST_VALUES_RUNS = 4;
+
+/** A last report that was not a number, as the NaN/inf badge names it. */
+const KINDS = { nan: "NaN", inf: "+inf", "-inf": "-inf" };
 
 export class Legend {
   constructor() {
@@ -16,15 +22,21 @@ export class Legend {
     this.rows = [];
     this.where = h("span", { class: "legend-where" });
     this.x = null; // the cursor's x value, or null
+    this.zoomed = false;
   }
 
-  /** entries: [{run: {label, color}, xs, raw, smooth, series}]; axis: step|time|relative. */
-  setEntries(entries, axis) {
+  /**
+   * entries: [{run: {label, color}, xs, raw, smooth, series, last}], last being the run's last
+   * report ({step, value} or {step, kind} for NaN/inf) or null; axis: step|time|relative;
+   * zoomed: the drawn series ends where the zoom does, not at the run's last point.
+   */
+  setEntries(entries, axis, zoomed = false) {
     const runs = entries.map((e) => e.run.key).join("\n");
     const same = this.entries && runs === this.runs && axis === this.axis;
     this.entries = entries;
     this.axis = axis;
     this.runs = runs;
+    this.zoomed = zoomed;
     if (same) {
       // Live updates keep the rows, and the cursor's place: only the values change.
       this.show(this.x);
@@ -52,38 +64,55 @@ export class Legend {
     this.x = x;
     if (!this.entries) return;
     const hidden = x == null && this.entries.length > LAST_VALUES_RUNS;
-    let where = hidden ? "values under the cursor" : null;
+    // The first run's place is said above the rows; another run's, beside its value when
+    // it differs (runs are bucketed, and report, each on their own steps).
+    let where = null;
+    let steps = null;
     this.entries.forEach((entry, i) => {
       const { value, raw } = this.rows[i];
-      if (hidden) {
-        setText(value, "");
+      const shown = hidden ? null : x == null ? lastShown(entry, this.zoomed) : pointShown(entry, x, this.axis);
+      if (!shown) {
+        setText(value, hidden ? "" : "no data");
         setText(raw, "");
         return;
       }
-      const n = entry.xs.length;
-      const index = n === 0 ? -1 : x == null ? n - 1 : nearest(entry.xs, x);
-      if (index < 0) {
-        setText(value, "no data");
-        setText(raw, "");
-        return;
-      }
-      const shown = entry.smooth ? entry.smooth[index] : entry.raw[index];
-      setText(value, fmtNum(shown));
-      setText(raw, entry.smooth ? `raw ${fmtNum(entry.raw[index])}` : "");
-      if (where === null) where = this.describe(entry, index);
+      if (where === null) [where, steps] = [shown.where, shown.steps];
+      const notes = shown.steps === steps ? shown.notes : [...shown.notes, shown.steps];
+      setText(value, shown.value);
+      setText(raw, notes.join(" · "));
     });
+    if (hidden) where = "values under the cursor";
+    else if (x == null && where !== null) where = `last reported · ${where}`;
     setText(this.where, where ?? "");
   }
+}
 
-  describe(entry, index) {
-    const { series } = entry;
-    const a = series.stepMin[index];
-    const b = series.stepMax[index];
-    const steps = a === b ? `step ${fmtStep(a)}` : `steps ${fmtStep(a)}–${fmtStep(b)}`;
-    if (this.axis === "time") return `${fmtTime(series.time[index])} · ${steps}`;
-    if (this.axis === "relative") return `+${fmtDuration(entry.xs[index])} · ${steps}`;
-    return steps;
-  }
+/** A run's last report: its value, and the smoothed line's end where the line ends there. */
+function lastShown(entry, zoomed) {
+  const { last } = entry;
+  if (!last) return null;
+  const steps = `step ${fmtInt(last.step)}`;
+  const notes = [];
+  const n = entry.xs.length;
+  if (entry.smooth && n && !zoomed) notes.push(`smoothed ${fmtNum(entry.smooth[n - 1])}`);
+  const value = last.kind ? (KINDS[last.kind] ?? last.kind) : fmtNum(last.value);
+  return { value, notes, where: steps, steps };
+}
+
+/** What is drawn nearest the cursor: a point, or a bucket's mean, said as a mean. */
+function pointShown(entry, x, axis) {
+  const index = entry.xs.length ? nearest(entry.xs, x) : -1;
+  if (index < 0) return null;
+  const { series } = entry;
+  const [a, b, count] = [series.stepMin[index], series.stepMax[index], series.count[index]];
+  let steps = a === b ? `step ${fmtInt(a)}` : `steps ${fmtInt(a)}–${fmtInt(b)}`;
+  if (count > 1) steps = a === b ? `mean of ${fmtInt(count)} points at step ${fmtInt(a)}` : `mean of ${steps}`;
+  let where = steps;
+  if (axis === "time") where = `${fmtTime(series.time[index])} · ${steps}`;
+  if (axis === "relative") where = `+${fmtDuration(entry.xs[index])} · ${steps}`;
+  const shown = entry.smooth ? entry.smooth[index] : entry.raw[index];
+  const notes = entry.smooth ? [`raw ${fmtNum(entry.raw[index])}`] : [];
+  return { value: fmtNum(shown), notes, where, steps };
 }
 
 /**

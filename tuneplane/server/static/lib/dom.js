@@ -43,20 +43,27 @@ export function safeUrl(url) {
  * Make `el` show what `fresh` (a newly built version of it) shows, touching only what
  * differs: changed text and attributes are set in place, a subtree of another shape is
  * replaced. A live header redrawn on every update then costs the browser little layout and
- * paint. Listeners stay those of `el`.
+ * paint. Listeners stay those of `el`. Answers the node now in its place (`fresh` when it
+ * replaced `el`): a caller that keeps a reference must take it, or it goes on changing a
+ * node that is no longer on the page.
  */
 export function morph(el, fresh) {
   if (el.nodeType !== fresh.nodeType || el.nodeName !== fresh.nodeName) {
     el.replaceWith(fresh);
-  } else if (el.nodeType === Node.TEXT_NODE) {
-    if (el.data !== fresh.data) el.data = fresh.data;
-  } else if (el.childNodes.length !== fresh.childNodes.length) {
-    el.replaceWith(fresh);
-  } else {
-    morphAttributes(el, fresh);
-    const children = [...fresh.childNodes];
-    [...el.childNodes].forEach((child, i) => morph(child, children[i]));
+    return fresh;
   }
+  if (el.nodeType === Node.TEXT_NODE) {
+    if (el.data !== fresh.data) el.data = fresh.data;
+    return el;
+  }
+  if (el.childNodes.length !== fresh.childNodes.length) {
+    el.replaceWith(fresh);
+    return fresh;
+  }
+  morphAttributes(el, fresh);
+  const children = [...fresh.childNodes];
+  [...el.childNodes].forEach((child, i) => morph(child, children[i]));
+  return el;
 }
 
 function morphAttributes(el, fresh) {
