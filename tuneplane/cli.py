@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from tuneplane import __version__
 from tuneplane.contract.errors import TuneplaneError
+from tuneplane.contract.settings import SettingError
 
 
 def _add_database_options(parser: argparse.ArgumentParser) -> None:
@@ -120,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the server")
     _add_database_options(serve)
     serve.add_argument("--host", help="listen address (default: $TUNEPLANE_HOST or 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="listen port (default: $TUNEPLANE_PORT or 8000)")
+    # Checked with $TUNEPLANE_PORT's rule, so both say the same thing when wrong.
+    serve.add_argument("--port", help="listen port (default: $TUNEPLANE_PORT or 8000)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     serve.add_argument("--access-log", action="store_true", help="log every request")
     serve.set_defaults(handler=_serve)
@@ -160,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except TuneplaneError as exc:
         print(f"tuneplane: {exc.message}", file=sys.stderr)
+        return 2
+    except SettingError as exc:  # a bad setting or flag: one line each, nothing started
+        for problem in exc.problems:
+            print(f"tuneplane: {problem}", file=sys.stderr)
         return 2
     return code
 

@@ -8,7 +8,7 @@ DOCS = Path(__file__).parents[2] / "docs" / "configuration.md"
 def test_every_setting_is_documented() -> None:
     text = DOCS.read_text()
     for spec in SETTINGS:
-        assert f"`{spec.env}`" in text, f"{spec.env} is missing from docs/configuration.md"
+        assert f"`{spec.name}`" in text, f"{spec.name} is missing from docs/configuration.md"
 
 
 def test_secrets_never_print() -> None:

@@ -2,8 +2,9 @@
 built from the environment on first use.
 
 Under ``tuneplane run`` the environment names the run and carries its ingest token; without
-it, ``report()`` does nothing, the event functions answer False, and one line on stderr
-says so once. Either way training goes on.
+it, or with a variable that breaks its rule, ``report()`` does nothing, the event functions
+answer False, and one line on stderr says so once (naming the variable, its value and what
+is allowed). Either way training goes on.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Concatenate, ParamSpec
 
 from tuneplane.client.errors import NotConfigured
 from tuneplane.client.reporter import Reporter
+from tuneplane.contract.settings import SettingError
 
 P = ParamSpec("P")
 
@@ -35,7 +37,11 @@ def _build() -> Reporter | None:
             _reporter = Reporter.from_env()
         except NotConfigured as exc:
             _disabled = True
-            _say(f"tuneplane: metrics and events are not reported ({exc})")
+            if isinstance(exc.__cause__, SettingError):  # one line per bad value
+                for problem in exc.__cause__.problems:
+                    _say(f"tuneplane: {problem}; metrics and events are not reported")
+            else:
+                _say(f"tuneplane: metrics and events are not reported ({exc})")
         except Exception as exc:  # never into training
             _disabled = True
             _say(f"tuneplane: metrics and events are not reported ({type(exc).__name__}: {exc})")

@@ -3,7 +3,8 @@
 ::
 
     ReporterError             base of everything the SDK raises
-    ├── NotConfigured         Reporter.from_env() without TUNEPLANE_JOB_* in the environment
+    ├── NotConfigured         Reporter.from_env() without TUNEPLANE_JOB_* in the environment,
+    │                         or with a variable that breaks its rule
     ├── DeliveryFailed        a strict call (Reporter.status, Reporter.observations, run
     │                         creation) failed for good
     └── InvalidObservation    Reporter.observations() was given an event that breaks a rule
@@ -24,7 +25,8 @@ class ReporterError(Exception):
 class NotConfigured(ReporterError):
     """The environment does not say where to report (run the command under ``tuneplane
     run``, or set ``TUNEPLANE_JOB_ENDPOINT``, ``TUNEPLANE_JOB_RUN_ID`` and
-    ``TUNEPLANE_JOB_TOKEN``)."""
+    ``TUNEPLANE_JOB_TOKEN``), or one of its variables breaks its rule (the message names
+    the variable, its value and what is allowed)."""
 
 
 class DeliveryFailed(ReporterError):

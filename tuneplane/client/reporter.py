@@ -33,19 +33,14 @@ from typing import Any, Final
 
 import httpx
 
-from tuneplane.client.errors import DeliveryFailed, InvalidObservation, NotConfigured
+from tuneplane.client.errors import DeliveryFailed, InvalidObservation
 from tuneplane.client.events import EventIds, ObservationsSent, histogram, prepare
 from tuneplane.client.health import Health
 from tuneplane.client.pipeline import Pipeline
 from tuneplane.client.queue import EventQueue, PointQueue
 from tuneplane.client.sender import OBSERVATIONS_PATH, Sender
-from tuneplane.client.settings import (
-    FLUSH_TIMEOUT_DEFAULT,
-    QUEUE_MAX_POINTS_VARIABLE,
-    flush_timeout,
-)
+from tuneplane.client.settings import FLUSH_TIMEOUT_DEFAULT, job_settings
 from tuneplane.client.transport import OUT_OF_TIME, Outcome, RetryPolicy, Transport
-from tuneplane.contract import environment
 from tuneplane.contract.ids import id_problem
 from tuneplane.contract.limits import (
     HEARTBEAT_INTERVAL_SECONDS,
@@ -152,35 +147,17 @@ class Reporter:
         ``TUNEPLANE_JOB_ENDPOINT``, ``TUNEPLANE_JOB_RUN_ID`` and ``TUNEPLANE_JOB_TOKEN``
         (``TUNEPLANE_JOB_ATTEMPT``, ``TUNEPLANE_QUEUE_MAX_POINTS`` and
         ``TUNEPLANE_FLUSH_TIMEOUT`` are read too). Raises :class:`NotConfigured` when they
-        are missing. Keyword ``options`` are passed to the constructor and win.
+        are missing or one breaks its rule (the message names each). Keyword ``options``
+        are passed to the constructor and win.
         """
-        env = os.environ if environ is None else environ
-        names = (environment.JOB_ENDPOINT, environment.JOB_RUN_ID, environment.JOB_TOKEN)
-        missing = [name for name in names if not env.get(name)]
-        if missing:
-            raise NotConfigured(
-                f"{', '.join(missing)} not set: run the training command under "
-                "`tuneplane run` to report metrics"
-            )
-        settings: dict[str, object] = {"exit_timeout": flush_timeout(env)}
-        attempt = env.get(environment.JOB_ATTEMPT, "")
-        if attempt.isdigit():
-            settings["attempt"] = int(attempt)
-        capacity = env.get(QUEUE_MAX_POINTS_VARIABLE, "")
-        if capacity.isdigit() and int(capacity) > 0:
-            settings["queue_capacity"] = int(capacity)
-        elif capacity:
-            logger.warning("tuneplane: ignoring %s=%r", QUEUE_MAX_POINTS_VARIABLE, capacity)
-        settings.update(options)
-        try:
-            return cls(
-                env[environment.JOB_ENDPOINT],
-                env[environment.JOB_RUN_ID],
-                env[environment.JOB_TOKEN],
-                **settings,  # type: ignore[arg-type]
-            )
-        except ValueError as exc:
-            raise NotConfigured(f"{environment.JOB_RUN_ID}: {exc}") from exc
+        job = job_settings(os.environ if environ is None else environ)
+        settings: dict[str, object] = {
+            "attempt": job.attempt,
+            "exit_timeout": job.exit_timeout,
+            "queue_capacity": job.queue_capacity,
+            **options,
+        }
+        return cls(job.endpoint, job.run_id, job.token, **settings)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
         return f"Reporter('{self.project}/{self.run}' at {self.endpoint!r})"

@@ -11,7 +11,8 @@ runner says so on stderr and runs the command anyway, untracked.
 
 Exit codes: the command's own code; ``128 + N`` when it was killed by signal N (as a shell
 reports it; the status sent to the server carries Python's ``-N``); 127 when the command
-could not be started; 2 for a usage error of the runner itself.
+could not be started; 2 for a usage error of the runner itself or a setting that breaks its
+rule.
 """
 
 from __future__ import annotations
@@ -35,13 +36,14 @@ import httpx
 from tuneplane.client.errors import DeliveryFailed
 from tuneplane.client.logs import LineSplitter, LogShipper
 from tuneplane.client.reporter import Reporter
-from tuneplane.client.settings import FLUSH_TIMEOUT_DEFAULT, flush_timeout
+from tuneplane.client.settings import FLUSH_TIMEOUT, FLUSH_TIMEOUT_DEFAULT, QUEUE_MAX_POINTS
 from tuneplane.client.transport import RetryPolicy, Transport
 from tuneplane.contract import environment
 from tuneplane.contract.datadir import resolve_data_dir
 from tuneplane.contract.ids import id_problem
 from tuneplane.contract.limits import RUN_CONFIG_MAX_BYTES
 from tuneplane.contract.protocol import RunStatus
+from tuneplane.contract.settings import Reader
 
 #: Setting up is retried briefly: a server that is down must not delay training for long.
 SETUP_RETRY: Final = RetryPolicy(attempts=3, first_delay=0.25, max_delay=1.0)
@@ -91,7 +93,8 @@ class RunnerOptions:
         environ: Mapping[str, str] | None = None,
     ) -> RunnerOptions:
         """Options from the command line and the environment; :class:`UsageError` when
-        they are wrong."""
+        they are wrong, :class:`SettingError` naming each variable or flag that breaks its
+        rule (the command's own SDK settings included)."""
         env = os.environ if environ is None else environ
         for label, value in (("--project", project), ("--run", run)):
             problem = id_problem(value)
@@ -102,21 +105,28 @@ class RunnerOptions:
             args = args[1:]
         if not args:
             raise UsageError("no command given: tuneplane run --project P --run R -- CMD ARGS…")
+        reader = Reader(env)
+        if server:
+            server = reader.check(environment.URL_SETTING.rule, "--server", server)
+        else:
+            server = reader.read(environment.URL_SETTING)
+        key = reader.get(environment.API_KEY_SETTING)
+        timeout = reader.read(FLUSH_TIMEOUT)
+        # The command's SDK reads it: refuse it now rather than once training has started.
+        reader.get(QUEUE_MAX_POINTS)
+        reader.done()
         return cls(
             project=project,
             run=run,
             command=tuple(args),
-            server=(server or env.get(environment.URL) or environment.DEFAULT_URL).rstrip("/"),
-            api_key=_api_key(data_dir, env),
+            server=(server or environment.DEFAULT_URL).rstrip("/"),
+            api_key=key or _admin_key(data_dir, env),
             config=_parse_config(config),
-            flush_timeout=flush_timeout(env),
+            flush_timeout=timeout,
         )
 
 
-def _api_key(data_dir: str | None, env: Mapping[str, str]) -> str | None:
-    key = env.get(environment.API_KEY, "").strip()
-    if key:
-        return key
+def _admin_key(data_dir: str | None, env: Mapping[str, str]) -> str | None:
     path = resolve_data_dir(data_dir, env) / environment.ADMIN_KEY_FILE
     try:
         return path.read_text().strip() or None

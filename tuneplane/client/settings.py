@@ -1,11 +1,21 @@
 """The SDK's own environment variables (the ones ``tuneplane run`` sets are in
-``tuneplane.contract.environment``), with their defaults."""
+``tuneplane.contract.environment``), with their rules and defaults."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final
+
+from tuneplane.client.errors import NotConfigured
+from tuneplane.contract import environment
+from tuneplane.contract.datadir import DATA_DIR, TRACKIO_DIR
+from tuneplane.contract.limits import (
+    FLUSH_TIMEOUT_MAX_SECONDS,
+    QUEUE_MAX_POINTS_MAX,
+    SCALAR_QUEUE_MAX_POINTS,
+)
+from tuneplane.contract.settings import Reader, Setting, SettingError, integer, number
 
 #: Seconds the SDK and the runner keep sending at exit before giving up (default 10).
 FLUSH_TIMEOUT_VARIABLE: Final = "TUNEPLANE_FLUSH_TIMEOUT"
@@ -13,24 +23,81 @@ FLUSH_TIMEOUT_DEFAULT: Final = 10.0
 #: Points the SDK queue holds before new ones are dropped (default 100,000).
 QUEUE_MAX_POINTS_VARIABLE: Final = "TUNEPLANE_QUEUE_MAX_POINTS"
 
-logger = logging.getLogger("tuneplane")
+FLUSH_TIMEOUT: Final = Setting(
+    FLUSH_TIMEOUT_VARIABLE,
+    number("seconds", FLUSH_TIMEOUT_MAX_SECONDS, zero=True),
+    FLUSH_TIMEOUT_DEFAULT,
+    "Seconds the SDK and the runner keep sending at exit.",
+    default_text=f"{FLUSH_TIMEOUT_DEFAULT:g}",
+)
+QUEUE_MAX_POINTS: Final = Setting(
+    QUEUE_MAX_POINTS_VARIABLE,
+    integer(1, QUEUE_MAX_POINTS_MAX, "points"),
+    SCALAR_QUEUE_MAX_POINTS,
+    "Points the SDK queue holds before new ones are dropped.",
+)
 
+#: Every variable the SDK (in a training process) reads.
+SDK_SETTINGS: Final[tuple[Setting[Any], ...]] = (
+    *environment.JOB_SETTINGS,
+    FLUSH_TIMEOUT,
+    QUEUE_MAX_POINTS,
+)
 
-def seconds_setting(environ: Mapping[str, str], name: str, default: float) -> float:
-    """A non-negative number of seconds from ``environ[name]``; the default, with a
-    warning, when it is something else."""
-    raw = environ.get(name, "")
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        logger.warning("tuneplane: ignoring %s=%r (not a number of seconds)", name, raw)
-        return default
-    return value
+#: Every variable ``tuneplane run`` reads (``TUNEPLANE_QUEUE_MAX_POINTS`` for its command).
+RUNNER_SETTINGS: Final[tuple[Setting[Any], ...]] = (
+    environment.URL_SETTING,
+    environment.API_KEY_SETTING,
+    DATA_DIR,
+    TRACKIO_DIR,
+    FLUSH_TIMEOUT,
+    QUEUE_MAX_POINTS,
+)
 
 
 def flush_timeout(environ: Mapping[str, str]) -> float:
-    return seconds_setting(environ, FLUSH_TIMEOUT_VARIABLE, FLUSH_TIMEOUT_DEFAULT)
+    """``TUNEPLANE_FLUSH_TIMEOUT``; :class:`~tuneplane.contract.settings.SettingError`
+    when it breaks its rule."""
+    return FLUSH_TIMEOUT.read(environ)
+
+
+@dataclass(frozen=True, slots=True)
+class JobSettings:
+    """What a training process under ``tuneplane run`` reads from its environment."""
+
+    endpoint: str
+    run_id: str
+    token: str
+    attempt: int | None
+    exit_timeout: float
+    queue_capacity: int
+
+    def __repr__(self) -> str:  # the token never prints
+        return f"JobSettings({self.run_id!r} at {self.endpoint!r}, attempt={self.attempt})"
+
+
+def job_settings(environ: Mapping[str, str]) -> JobSettings:
+    """The job's settings; :class:`NotConfigured` saying which variables are missing, or
+    (caused by a :class:`SettingError`) which are wrong, one line each."""
+    missing = [s.name for s in environment.JOB_SETTINGS[:3] if not environ.get(s.name)]
+    if missing:
+        raise NotConfigured(
+            f"{', '.join(missing)} not set: run the training command under "
+            "`tuneplane run` to report metrics"
+        )
+    reader = Reader(environ)
+    endpoint = reader.get(environment.JOB_ENDPOINT_SETTING)
+    run_id = reader.get(environment.JOB_RUN_ID_SETTING)
+    token = reader.get(environment.JOB_TOKEN_SETTING)
+    attempt = reader.get(environment.JOB_ATTEMPT_SETTING)
+    exit_timeout = reader.read(FLUSH_TIMEOUT)
+    capacity = reader.read(QUEUE_MAX_POINTS)
+    try:
+        reader.done()
+    except SettingError as exc:
+        raise NotConfigured(str(exc)) from exc
+    # Present (checked above) and valid (or done() raised).
+    assert endpoint is not None
+    assert run_id is not None
+    assert token is not None
+    return JobSettings(endpoint, run_id, token, attempt, exit_timeout, capacity)

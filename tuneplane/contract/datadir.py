@@ -10,10 +10,26 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from tuneplane.contract.settings import PATH, Setting
+
 #: Environment variables naming the data directory, in order of precedence.
 #: ``TRACKIO_DIR`` keeps an Arena deployment's setting working.
 DATA_DIR_VARIABLES: Final = ("TUNEPLANE_DIR", "TRACKIO_DIR")
 DATA_DIR_DEFAULT: Final = "./tuneplane-data"
+
+DATA_DIR: Final = Setting(
+    DATA_DIR_VARIABLES[0],
+    PATH,
+    None,
+    "Data directory: the SQLite database, its lock file and admin.key live here.",
+    default_text=DATA_DIR_DEFAULT,
+)
+TRACKIO_DIR: Final = Setting(
+    DATA_DIR_VARIABLES[1],
+    PATH,
+    None,
+    "Read as the data directory when TUNEPLANE_DIR is unset (Arena deployments).",
+)
 
 
 def resolve_data_dir(explicit: str | None, environ: Mapping[str, str]) -> Path:

@@ -1,6 +1,9 @@
 """Environment variables shared by the runner, the SDK and the CLI."""
 
-from typing import Final
+from typing import Any, Final
+
+from tuneplane.contract.limits import ATTEMPT_MAX
+from tuneplane.contract.settings import HTTP_URL, RUN_ID, Setting, credential, integer
 
 #: Set by ``tuneplane run`` for the training command: where and as what to report.
 JOB_ENDPOINT: Final = "TUNEPLANE_JOB_ENDPOINT"
@@ -18,3 +21,34 @@ API_KEY_PREFIX: Final = "tpk_"
 INGEST_TOKEN_PREFIX: Final = "tpi_"  # noqa: S105 (a prefix)
 #: File in the data directory holding the admin API key written by ``tuneplane serve``.
 ADMIN_KEY_FILE: Final = "admin.key"
+
+JOB_ENDPOINT_SETTING: Final = Setting(
+    JOB_ENDPOINT, HTTP_URL, None, "Server URL to report to (set by the runner)."
+)
+JOB_RUN_ID_SETTING: Final = Setting(JOB_RUN_ID, RUN_ID, None, "project/run (set by the runner).")
+JOB_TOKEN_SETTING: Final = Setting(
+    JOB_TOKEN,
+    credential(INGEST_TOKEN_PREFIX, "an ingest token"),
+    None,
+    "The attempt's ingest token (set by the runner).",
+)
+JOB_ATTEMPT_SETTING: Final = Setting(
+    JOB_ATTEMPT, integer(1, ATTEMPT_MAX), None, "The attempt number (set by the runner)."
+)
+URL_SETTING: Final = Setting(
+    URL, HTTP_URL, DEFAULT_URL, "Server URL of the CLI and the runner (--server)."
+)
+API_KEY_SETTING: Final = Setting(
+    API_KEY,
+    credential(API_KEY_PREFIX, "an API key"),
+    None,
+    "User API key of the CLI and the runner (default: admin.key in the data directory).",
+)
+
+#: What ``tuneplane run`` hands the training command.
+JOB_SETTINGS: Final[tuple[Setting[Any], ...]] = (
+    JOB_ENDPOINT_SETTING,
+    JOB_RUN_ID_SETTING,
+    JOB_TOKEN_SETTING,
+    JOB_ATTEMPT_SETTING,
+)

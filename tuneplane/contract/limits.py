@@ -33,6 +33,17 @@ LIVE_POINTS_MAX: Final = 1_000
 
 #: Steps are stored as signed 64-bit integers.
 STEP_MAX: Final = 2**63 - 1
+#: Integers in query parameters (steps, cursors) are compared with signed 64-bit columns;
+#: a larger one is refused rather than sent to the database.
+QUERY_INTEGER_MAX: Final = 2**63 - 1
+
+#: JSON the server stores as the client sent it (a run config) nests at most this many
+#: levels of objects and lists: ``{"a": {"b": 1}}`` is two. Deeper is no configuration a
+#: person reads, and every reader (the dashboard, ``json``) would have to recurse through it.
+JSON_MAX_DEPTH: Final = 32
+#: Any request body nests at most this many levels: well within the interpreter's recursion
+#: limit (1,000), which the standard library's decoder counts against.
+JSON_BODY_MAX_DEPTH: Final = 512
 
 #: SDK scalars: points (valid and invalid) in one ``POST /api/v1/ingest/scalars``.
 SCALAR_BATCH_MAX_POINTS: Final = 2_048
@@ -66,3 +77,27 @@ HISTOGRAM_MAX_BOUNDS: Final = 64
 RECENT_OBSERVATIONS: Final = 100
 #: Attempts of one trial kept in its retry history.
 TRIAL_HISTORY_MAX: Final = 100
+
+#: Seconds a client is told to wait (``Retry-After``) when the store is unavailable: long
+#: enough for a restarted PostgreSQL to accept connections, short enough that a worker's
+#: retries outlast a brief outage.
+STORE_RETRY_AFTER_SECONDS: Final = 5
+#: Seconds a request body may take to arrive in full (``TUNEPLANE_BODY_TIMEOUT``). A 4 MiB
+#: ingest body needs about 1 Mbit/s to make it; a client trickling bytes is cut off.
+BODY_TIMEOUT_SECONDS_DEFAULT: Final = 30.0
+BODY_TIMEOUT_SECONDS_MAX: Final = 3600.0
+#: Request bodies being read at once; beyond it a new one is refused with 503 at once, so
+#: slow clients cannot take every connection the server has.
+BODIES_IN_FLIGHT_MAX: Final = 256
+
+#: Settings: the longest an ingest token may live (``TUNEPLANE_INGEST_TOKEN_DAYS``), ten
+#: years; a longer one would be a credential that never expires.
+INGEST_TOKEN_DAYS_MAX: Final = 3650
+#: Settings: the longest the SDK and the runner keep sending at exit
+#: (``TUNEPLANE_FLUSH_TIMEOUT``), an hour.
+FLUSH_TIMEOUT_MAX_SECONDS: Final = 3600
+#: Settings: the largest SDK queue (``TUNEPLANE_QUEUE_MAX_POINTS``); a queued point holds
+#: a few hundred bytes, so this is some gigabytes of memory at most.
+QUEUE_MAX_POINTS_MAX: Final = 10_000_000
+#: Execution attempts are numbered from 1 and stored as signed 32-bit integers.
+ATTEMPT_MAX: Final = 2**31 - 1

@@ -7,10 +7,25 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, TypeVar
 
-from tuneplane.contract.datadir import resolve_data_dir
-from tuneplane.contract.limits import INGEST_TOKEN_DAYS_DEFAULT
+from tuneplane.contract import settings as rules
+from tuneplane.contract.datadir import (
+    DATA_DIR,
+    DATA_DIR_VARIABLES,
+    TRACKIO_DIR,
+    resolve_data_dir,
+)
+from tuneplane.contract.limits import INGEST_TOKEN_DAYS_DEFAULT, INGEST_TOKEN_DAYS_MAX
+from tuneplane.contract.settings import (
+    HTTP_URL,
+    Reader,
+    Setting,
+    credential,
+    number,
+)
+
+T = TypeVar("T")
 
 
 class Secret:
@@ -30,53 +45,53 @@ class Secret:
     __str__ = __repr__
 
 
-@dataclass(frozen=True, slots=True)
-class SettingSpec:
-    env: str
-    default: str
-    help: str
+DATABASE_URL: Final = Setting(
+    "TUNEPLANE_DATABASE_URL",
+    rules.DATABASE_URL,
+    None,
+    "postgresql://user@host/db to store everything in PostgreSQL instead of SQLite.",
+    default_text="sqlite:///<data dir>/tuneplane.db",
+)
+INGEST_SECRET: Final = Setting(
+    "TUNEPLANE_INGEST_SECRET",
+    credential("", "a shared secret"),
+    None,
+    "Shared secret that authorizes POST /ingest only. Unset: ingestion answers 503.",
+)
+TRACKIO_INGEST_TOKEN: Final = Setting(
+    "TRACKIO_INGEST_TOKEN",
+    credential("", "a shared secret"),
+    None,
+    "Read as the ingest secret when TUNEPLANE_INGEST_SECRET is unset (Arena deployments).",
+)
+INGEST_TOKEN_DAYS: Final = Setting(
+    "TUNEPLANE_INGEST_TOKEN_DAYS",
+    number("days", INGEST_TOKEN_DAYS_MAX, zero=False),
+    float(INGEST_TOKEN_DAYS_DEFAULT),
+    "Days an ingest token stays valid; must cover the longest training job.",
+    default_text=str(INGEST_TOKEN_DAYS_DEFAULT),
+)
+INGEST_URL: Final = Setting(
+    "TUNEPLANE_INGEST_URL",
+    HTTP_URL,
+    None,
+    "URL training nodes use to reach this server, when it differs from the CLI's URL.",
+)
+HOST: Final = Setting("TUNEPLANE_HOST", rules.HOST, "127.0.0.1", "Address the server listens on.")
+PORT: Final = Setting("TUNEPLANE_PORT", rules.PORT, 8000, "Port the server listens on.")
 
-
-#: Every environment variable the server reads, with its default and meaning.
+#: Every environment variable the server reads: its rule, default and meaning.
 #: ``docs/configuration.md`` documents each one (a test holds us to that).
-SETTINGS: Final = (
-    SettingSpec(
-        "TUNEPLANE_DIR",
-        "./tuneplane-data",
-        "Data directory: the SQLite database and its lock file live here.",
-    ),
-    SettingSpec(
-        "TRACKIO_DIR",
-        "",
-        "Read as the data directory when TUNEPLANE_DIR is unset (Arena deployments).",
-    ),
-    SettingSpec(
-        "TUNEPLANE_DATABASE_URL",
-        "sqlite:///<data dir>/tuneplane.db",
-        "postgresql://user@host/db to store everything in PostgreSQL instead of SQLite.",
-    ),
-    SettingSpec(
-        "TUNEPLANE_INGEST_SECRET",
-        "",
-        "Shared secret that authorizes POST /ingest only. Unset: ingestion answers 503.",
-    ),
-    SettingSpec(
-        "TRACKIO_INGEST_TOKEN",
-        "",
-        "Read as the ingest secret when TUNEPLANE_INGEST_SECRET is unset (Arena deployments).",
-    ),
-    SettingSpec(
-        "TUNEPLANE_INGEST_TOKEN_DAYS",
-        str(INGEST_TOKEN_DAYS_DEFAULT),
-        "Days an ingest token stays valid; must cover the longest training job.",
-    ),
-    SettingSpec(
-        "TUNEPLANE_INGEST_URL",
-        "",
-        "URL training nodes use to reach this server, when it differs from the CLI's URL.",
-    ),
-    SettingSpec("TUNEPLANE_HOST", "127.0.0.1", "Address the server listens on."),
-    SettingSpec("TUNEPLANE_PORT", "8000", "Port the server listens on."),
+SETTINGS: Final[tuple[Setting[Any], ...]] = (
+    DATA_DIR,
+    TRACKIO_DIR,
+    DATABASE_URL,
+    INGEST_SECRET,
+    TRACKIO_INGEST_TOKEN,
+    INGEST_TOKEN_DAYS,
+    INGEST_URL,
+    HOST,
+    PORT,
 )
 
 
@@ -98,25 +113,51 @@ class Settings:
         data_dir: str | None = None,
         database_url: str | None = None,
         host: str | None = None,
-        port: int | None = None,
+        port: int | str | None = None,
     ) -> Settings:
-        """Settings from the environment; explicit arguments (command-line flags) win."""
-        env = os.environ if environ is None else environ
-        directory = resolve_data_dir(data_dir, env)
-        url = (
-            database_url
-            or env.get("TUNEPLANE_DATABASE_URL")
-            or (f"sqlite:///{directory / 'tuneplane.db'}")
-        )
-        secret = env.get("TUNEPLANE_INGEST_SECRET") or env.get("TRACKIO_INGEST_TOKEN")
-        return cls(
+        """Settings from the environment; explicit arguments (command-line flags) win.
+        :class:`SettingError` names every bad value, variable or flag, one line each."""
+        reader = Reader(os.environ if environ is None else environ)
+        directory = _data_dir(reader, data_dir)
+        url = _flag(reader, DATABASE_URL, "--database-url", database_url)
+        secret = reader.get(INGEST_SECRET) or reader.get(TRACKIO_INGEST_TOKEN)
+        settings = cls(
             data_dir=directory,
-            database_url=url,
+            database_url=url or f"sqlite:///{directory / 'tuneplane.db'}",
             ingest_secret=Secret(secret) if secret else None,
-            host=host or env.get("TUNEPLANE_HOST") or "127.0.0.1",
-            port=port or int(env.get("TUNEPLANE_PORT") or 8000),
-            ingest_token_days=float(
-                env.get("TUNEPLANE_INGEST_TOKEN_DAYS") or INGEST_TOKEN_DAYS_DEFAULT
-            ),
-            ingest_url=env.get("TUNEPLANE_INGEST_URL") or None,
+            host=_flag(reader, HOST, "--host", host) or "127.0.0.1",
+            port=_flag(reader, PORT, "--port", None if port is None else str(port)) or 8000,
+            ingest_token_days=reader.read(INGEST_TOKEN_DAYS),
+            ingest_url=reader.get(INGEST_URL),
         )
+        reader.done()
+        return settings
+
+
+def _flag(reader: Reader, setting: Setting[T], flag: str, value: str | None) -> T | None:
+    """A flag's value under its variable's rule when it is given, else the variable's."""
+    if value is None or value == "":
+        return reader.get(setting)
+    return reader.check(setting.rule, flag, value)
+
+
+def _data_dir(reader: Reader, explicit: str | None) -> Path:
+    """The data directory; a file in its place is refused now rather than by a traceback
+    when the database is opened."""
+    directory = resolve_data_dir(explicit, reader.environ)
+    if directory.exists() and not directory.is_dir():
+        label, raw = _data_dir_source(reader.environ, explicit, directory)
+        reader.problems.append(f"{label}={raw!r}: must be a directory, not a file")
+    return directory
+
+
+def _data_dir_source(
+    environ: Mapping[str, str], explicit: str | None, directory: Path
+) -> tuple[str, str]:
+    """Where the data directory came from: the flag, a variable or the default."""
+    if explicit:
+        return "--data-dir", explicit
+    for name in DATA_DIR_VARIABLES:
+        if environ.get(name):
+            return name, environ[name]
+    return "the data directory", str(directory)
