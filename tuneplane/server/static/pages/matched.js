@@ -7,7 +7,7 @@
 import * as api from "../lib/api.js";
 import { debug } from "../lib/debug.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
-import { fmtInt } from "../lib/format.js";
+import { fmtInt, fmtTime } from "../lib/format.js";
 import { rateFigure } from "../evaluation/figures.js";
 
 const SIDES = [
@@ -180,9 +180,12 @@ function renderMatched(answer, specs) {
   const moves = answer.transitions;
   const diff = answer.difference;
   const points = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v * 100).toFixed(1)} percentage points`;
+  // The rounds may still be reported to: what is shown is what the server had then.
+  const asOf = `Outcomes as of ${fmtTime(Date.now() / 1000)}, when this page loaded: reload to include any reported since.`;
   return h(
     "div",
     {},
+    h("p", { class: "muted as-of", text: asOf }),
     h("div", { class: "side-cards" }, sideCard("left", "Left", specs.left, answer.left), sideCard("right", "Right", specs.right, answer.right)),
     h("h2", { class: "section-title", text: "Trial transitions, left → right" }),
     h("p", { class: "muted", text: moves.label }),

@@ -1,5 +1,6 @@
 // "/reports?project=<p>&runs=<r1>,<r2>&level=error#alert-<id>": the runs' alerts, newest
-// first, filtered by level, each with an anchor a link can point at. Updates live.
+// first, filtered by level, each with an anchor a link can point at. Updates live: the named
+// runs through their stream, a whole project's through its run list (new runs included).
 
 import * as api from "../lib/api.js";
 import { LEVELS, alertCard } from "../lib/alerts.js";
@@ -7,6 +8,7 @@ import { debug } from "../lib/debug.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { watchRuns } from "../lib/live.js";
 import { listParam, withParam } from "../lib/url.js";
+import { REFRESH_MS } from "./runs.js";
 
 export async function reportsPage() {
   const params = new URLSearchParams(location.search);
@@ -101,6 +103,14 @@ export async function reportsPage() {
   window.addEventListener("hashchange", scrollToAnchor);
 
   const counts = new Map(names.map((name) => [name, known.get(name).alert_count]));
+  if (all) {
+    followProject(project, counts, async (changed) => {
+      await Promise.all(changed.map(load));
+      names = [...new Set([...names, ...changed])];
+      render();
+    });
+    return;
+  }
   watchRuns(
     names.map((name) => ({ project, run: name, key: `${project}/${name}` })),
     {
@@ -112,6 +122,27 @@ export async function reportsPage() {
       },
     },
   );
+}
+
+/**
+ * Every run of a project, those created after the page loaded too, through its run list
+ * fetched every few seconds: onAlerts(names) for the runs whose alert count moved.
+ */
+function followProject(project, counts, onAlerts) {
+  let busy = false;
+  setInterval(async () => {
+    if (busy || document.hidden) return;
+    busy = true;
+    try {
+      const moved = (await api.runs(project)).filter((run) => run.alert_count !== (counts.get(run.run) ?? 0));
+      if (moved.length) await onAlerts(moved.map((run) => run.run));
+      for (const run of moved) counts.set(run.run, run.alert_count);
+    } catch {
+      // keep the list shown; the next tick tries again
+    } finally {
+      busy = false;
+    }
+  }, REFRESH_MS);
 }
 
 function levelLink(value, label, count, current) {

@@ -198,6 +198,10 @@ async function chartsPage(wanted, { single }) {
     onRun: (ref, run, { catchUp }) => {
       const before = runs.get(ref.key);
       runs.set(ref.key, run);
+      // Without charts the page says how many alerts the run has: that count follows too.
+      if (before?.alert_count !== run.alert_count && !board.metricNames().length) {
+        noMetrics.replaceChildren(...emptyCharts(refs, runs, [], []));
+      }
       // Events and outcomes move only last_observation_id: the tabs that show them fetch.
       if (before?.last_observation_id !== run.last_observation_id) {
         debug.lastObservationId = run.last_observation_id;

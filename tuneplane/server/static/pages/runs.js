@@ -7,7 +7,8 @@ import { fmtAgo, fmtInt, fmtTime } from "../lib/format.js";
 import { configChips, healthBadge, runSearchText, statusBadge } from "../lib/runinfo.js";
 import { withParam } from "../lib/url.js";
 
-const REFRESH_MS = 5000;
+/** How often the projects and runs tables fetch themselves again. */
+export const REFRESH_MS = 5000;
 
 export async function runsPage(project) {
   crumbs([[project, null]]);
