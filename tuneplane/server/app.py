@@ -9,7 +9,9 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from tuneplane import __version__
@@ -19,7 +21,9 @@ from tuneplane.server.auth import IngestTokenGuard
 from tuneplane.server.models import ErrorOut, IngestResult
 from tuneplane.server.responses import (
     JSON,
+    on_client_disconnect,
     on_http_error,
+    on_store_failure,
     on_tuneplane_error,
     on_unexpected_error,
     on_validation_error,
@@ -85,6 +89,9 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     app.add_exception_handler(TuneplaneError, on_tuneplane_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
+    app.add_exception_handler(ClientDisconnect, on_client_disconnect)
+    app.add_exception_handler(OSError, on_store_failure)
+    app.add_exception_handler(SQLAlchemyError, on_store_failure)
     app.add_exception_handler(Exception, on_unexpected_error)
     app.router.routes.append(ingest.route)
     app.include_router(reads.router)
@@ -100,6 +107,15 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
 
     @app.get("/healthz", tags=["meta"])
     def healthz() -> Response:
+        """Readiness: 200 once the store answers a trivial query, else 503 naming the
+        store (a readinessProbe)."""
+        opened.ping()
+        return JSON({"status": "ok", "store": "ok", "version": __version__})
+
+    @app.get("/livez", tags=["meta"])
+    async def livez() -> Response:
+        """Liveness: 200 while the process serves requests, whatever the store does (a
+        livenessProbe: restarting the server would not bring PostgreSQL back)."""
         return JSON({"status": "ok", "version": __version__})
 
     return app

@@ -12,6 +12,8 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from tuneplane.contract.errors import TuneplaneError, Violation
+from tuneplane.server.state import app_state
+from tuneplane.store.errors import StoreUnavailable, classify
 
 log = logging.getLogger("tuneplane.server")
 
@@ -24,7 +26,11 @@ class JSON(Response):
 
 
 def error_response(error: TuneplaneError) -> JSON:
-    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
+    headers: dict[str, str] | None = None
+    if error.status == 401:
+        headers = {"WWW-Authenticate": "Bearer"}
+    elif isinstance(error, StoreUnavailable):
+        headers = {"Retry-After": str(error.retry_after)}
     return JSON(error.to_json(), status_code=error.status, headers=headers)
 
 
@@ -55,6 +61,23 @@ async def on_http_error(_request: Request, exc: Exception) -> Response:
     error.status = exc.status_code
     error.code = "not_found" if exc.status_code == 404 else "http_error"
     return error_response(error)
+
+
+async def on_store_failure(request: Request, exc: Exception) -> Response:
+    """An OS or SQLAlchemy error that did not pass through the engine (a full disk under
+    a file, the connection pool timing out): 503 when it means the store cannot answer.
+    Anything else is re-raised, to be answered and logged as unexpected."""
+    error = classify(exc)
+    if error is None:
+        raise exc
+    app_state(request).database.outage.failed(error)
+    return error_response(error)
+
+
+async def on_client_disconnect(request: Request, _exc: Exception) -> Response:
+    # The client went away mid-body: nothing is stored and nobody is left to answer.
+    log.debug("client disconnected during %s %s", request.method, request.url.path)
+    return Response(status_code=499)
 
 
 async def on_unexpected_error(request: Request, exc: Exception) -> Response:

@@ -12,16 +12,24 @@ import fcntl
 import itertools
 import os
 import sqlite3
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
 from sqlalchemy import Connection, Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 
 from tuneplane.contract.errors import TuneplaneError
+from tuneplane.store.errors import (
+    DatabaseUnreachable,
+    Outage,
+    StoreUnavailable,
+    classify,
+    unavailable,
+)
 from tuneplane.store.statistics import StatisticsKeeper
 from tuneplane.store.writer import SerialWriter
 
@@ -34,6 +42,8 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 #: per core, 2 to 8: on 2 cores, 2 writers stored 18% more small batches a second than 4 and
 #: as many full ones, and 8 stored fewer full ones than 4.
 POSTGRES_WRITERS = max(2, min(8, os.cpu_count() or 2))
+#: Seconds a new PostgreSQL connection may take.
+PG_CONNECT_TIMEOUT_SECONDS = "10"
 # Any constant works; it only has to be the same in every tuneplane process.
 _PG_MIGRATION_LOCK = 0x7475_6E65
 
@@ -60,6 +70,27 @@ def _set_sqlite_pragmas(dbapi_connection: sqlite3.Connection, _record: Any) -> N
 
 def _begin_sqlite(connection: Connection) -> None:
     connection.exec_driver_sql("BEGIN")
+
+
+def _watch(engine: Engine, outage: Outage) -> None:
+    """Driver failures that mean the store cannot answer become ``StoreUnavailable`` at the
+    engine, for reads and writes alike, so nothing above ``store/`` sees a driver's
+    exception; every statement answered tells the outage log the store is back."""
+
+    def on_error(context: ExceptionContext) -> BaseException | None:
+        if context.is_pre_ping:
+            return None  # SQLAlchemy reconnects; a failed reconnect comes here on its own
+        error = classify(context.original_exception, disconnect=context.is_disconnect)
+        if error is not None:
+            outage.failed(error)
+        return error
+
+    def on_statement(*_args: Any) -> None:
+        if outage.current is not None:
+            outage.answered(wrote=False)
+
+    event.listen(engine, "handle_error", on_error)
+    event.listen(engine, "after_cursor_execute", on_statement)
 
 
 class _DirectoryLock:
@@ -103,15 +134,24 @@ class Database:
         self._lock: _DirectoryLock | None = None
         self._spread = itertools.count()
         self._statistics: StatisticsKeeper | None = None
+        #: Store failures, logged once per episode.
+        self.outage = Outage()
         if self.is_sqlite:
             self.engine = self._open_sqlite(parsed.database or "", lock=lock)
-            self._writers = [SerialWriter(self.engine, sqlite=True)]
+            _watch(self.engine, self.outage)
+            self._writers = [SerialWriter(self.engine, sqlite=True, outage=self.outage)]
         elif parsed.get_backend_name() == "postgresql":
             self.engine = self._open_postgres(url)
+            _watch(self.engine, self.outage)
             # Writers work in parallel on PostgreSQL, each committing what queued up behind
             # its last commit as one transaction.
             self._writers = [
-                SerialWriter(self.engine, sqlite=False, name=f"tuneplane-writer-{index}")
+                SerialWriter(
+                    self.engine,
+                    sqlite=False,
+                    name=f"tuneplane-writer-{index}",
+                    outage=self.outage,
+                )
                 for index in range(POSTGRES_WRITERS)
             ]
             self._statistics = StatisticsKeeper(self.engine)
@@ -149,19 +189,33 @@ class Database:
             raise DatabaseUnavailable(
                 "PostgreSQL support is not installed: pip install 'tuneplane[postgres]'"
             ) from None
+        # A server that does not answer a connection in time is unavailable (503), not a
+        # request held for as long as TCP keeps trying; the URL may say otherwise.
+        if "connect_timeout" not in parsed.query:
+            parsed = parsed.update_query_dict({"connect_timeout": PG_CONNECT_TIMEOUT_SECONDS})
         return create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
 
     def migrate(self) -> None:
         """Bring the schema to the newest migration (safe with concurrent servers)."""
         config = AlembicConfig()
         config.set_main_option("script_location", str(MIGRATIONS_DIR))
-        with self.engine.begin() as connection:
-            if not self.is_sqlite:
-                connection.execute(
-                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
-                )
-            config.attributes["connection"] = connection
-            command.upgrade(config, "head")
+        try:
+            with self.engine.begin() as connection:
+                if not self.is_sqlite:
+                    connection.execute(
+                        text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
+                    )
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+        except StoreUnavailable as exc:
+            where = make_url(self.url).render_as_string(hide_password=True)
+            raise DatabaseUnavailable(f"cannot open {where}: {exc.reason} ({exc.detail})") from exc
+
+    def ping(self) -> None:
+        """Ask the store a trivial question; raises ``StoreUnavailable`` when it cannot
+        answer (readiness)."""
+        with self.engine.connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
 
     def run_write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(connection, *args)`` in one transaction on the calling thread: for startup
@@ -192,8 +246,22 @@ class Database:
             return writers[next(self._spread) % len(writers)]
         return writers[hash(key) % len(writers)]
 
-    def connect(self) -> Connection:
-        return self.engine.connect()
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        """A connection for reads: ``with db.connect() as connection: ...``. A store that
+        cannot answer raises ``StoreUnavailable``, whichever way the read reached it."""
+        connection = self.engine.connect()
+        try:
+            yield connection
+        except Exception as exc:
+            error = unavailable(exc, self.outage)
+            if error is None or error is exc:
+                raise
+            if isinstance(error, DatabaseUnreachable):
+                connection.invalidate()  # the driver's cursor failed: SQLAlchemy missed it
+            raise error from exc
+        finally:
+            connection.close()
 
     def close(self) -> None:
         for writer in self._writers:

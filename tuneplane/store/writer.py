@@ -27,6 +27,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
+from tuneplane.store.errors import DatabaseUnreachable, Outage, unavailable
+
 log = logging.getLogger("tuneplane.store")
 
 #: Most jobs committed together; bounds the latency one group adds to its first job.
@@ -93,9 +95,18 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 
 
 class SerialWriter:
-    def __init__(self, engine: Engine, *, sqlite: bool, name: str = "tuneplane-writer") -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        sqlite: bool,
+        name: str = "tuneplane-writer",
+        outage: Outage | None = None,
+    ) -> None:
         self._engine = engine
         self._sqlite = sqlite
+        # A commit proves the store takes writes again (after a full disk, say).
+        self._outage = outage or Outage()
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -132,8 +143,10 @@ class SerialWriter:
         while not self._stopped.wait(CHECKPOINT_INTERVAL):
             try:
                 self._checkpoint("PASSIVE")
-            except Exception:
-                log.exception("background WAL checkpoint failed")
+            except Exception as exc:
+                # A raw connection: the engine's classification does not see this one.
+                if unavailable(exc, self._outage) is None:
+                    log.exception("background WAL checkpoint failed")
 
     def _connect(self) -> Connection:
         connection = self._engine.connect()
@@ -175,8 +188,17 @@ class SerialWriter:
             if connection is not None:
                 connection.close()
 
-    @staticmethod
-    def _write_group(connection: Connection, group: list[_Job]) -> list[_Job]:
+    def _store_failure(self, connection: Connection, exc: BaseException) -> BaseException:
+        """What a failed job reports: ``StoreUnavailable`` when the store could not answer
+        (the hot path's driver cursor is not seen by the engine's classification)."""
+        error = unavailable(exc, self._outage)
+        if error is None:
+            return exc
+        if error is not exc and isinstance(error, DatabaseUnreachable):
+            connection.invalidate()  # reconnect on the next job, not write to a dead one
+        return error
+
+    def _write_group(self, connection: Connection, group: list[_Job]) -> list[_Job]:
         """Write a group in one transaction; returns the jobs to run again.
 
         The jobs run one after another in one transaction, with no savepoints between them
@@ -190,6 +212,7 @@ class SerialWriter:
             except Exception:  # noqa: S110 - each job runs again alone and reports its own
                 pass
             else:
+                self._outage.answered(wrote=True)
                 for job, result in zip(group, results, strict=True):
                     job.loop.call_soon_threadsafe(_settle, job.future, result, None)
                 return []
@@ -203,7 +226,9 @@ class SerialWriter:
                     job.retries += 1
                     again.append(job)
                 else:
-                    job.loop.call_soon_threadsafe(_settle, job.future, None, exc)
+                    error = self._store_failure(connection, exc)
+                    job.loop.call_soon_threadsafe(_settle, job.future, None, error)
             else:
+                self._outage.answered(wrote=True)
                 job.loop.call_soon_threadsafe(_settle, job.future, result, None)
         return again
