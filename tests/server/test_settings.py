@@ -1,5 +1,8 @@
 from pathlib import Path
 
+import pytest
+
+from tuneplane.contract.settings import SettingError
 from tuneplane.server.settings import SETTINGS, Secret, Settings
 
 DOCS = Path(__file__).parents[2] / "docs" / "configuration.md"
@@ -9,6 +12,78 @@ def test_every_setting_is_documented() -> None:
     text = DOCS.read_text()
     for spec in SETTINGS:
         assert f"`{spec.name}`" in text, f"{spec.name} is missing from docs/configuration.md"
+
+
+def test_every_setting_is_documented_with_its_default() -> None:
+    rows = {
+        line.split("|")[1].strip(): line for line in DOCS.read_text().splitlines() if "|" in line
+    }
+    for spec in SETTINGS:
+        row = rows[f"`{spec.name}`"]
+        default = spec.shown_default
+        assert default in ("unset", "") or f"`{default}`" in row, (spec.name, default)
+
+
+@pytest.mark.parametrize(
+    ("environ", "flags", "problems"),
+    [
+        (
+            {"TUNEPLANE_INGEST_TOKEN_DAYS": "nan"},
+            {},
+            [
+                "TUNEPLANE_INGEST_TOKEN_DAYS='nan': must be a finite number of days greater "
+                "than 0 and at most 3650"
+            ],
+        ),
+        (
+            {"TUNEPLANE_PORT": "abc", "TUNEPLANE_HOST": "a b"},
+            {},
+            [
+                "TUNEPLANE_HOST='a b': must be a host name or an IP address such as 0.0.0.0",
+                "TUNEPLANE_PORT='abc': must be a whole number from 1 to 65535",
+            ],
+        ),
+        (
+            {"TUNEPLANE_PORT": "abc"},
+            {"port": "0"},  # the flag wins, and is checked by the same rule
+            ["--port='0': must be a whole number from 1 to 65535"],
+        ),
+        (
+            {"TUNEPLANE_DATABASE_URL": "sqlite:///ok.db"},
+            {"database_url": "sqlite://"},
+            ["--database-url='sqlite://': must be sqlite:///PATH or postgresql://user@host/db"],
+        ),
+    ],
+)
+def test_bad_values_are_named_one_line_each(
+    tmp_path: Path, environ: dict[str, str], flags: dict[str, str], problems: list[str]
+) -> None:
+    with pytest.raises(SettingError) as refused:
+        Settings.from_env({"TUNEPLANE_DIR": str(tmp_path), **environ}, **flags)
+    assert list(refused.value.problems) == problems
+
+
+def test_a_file_in_place_of_the_data_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("")
+    with pytest.raises(SettingError, match=r"^TRACKIO_DIR='.*/f': must be a directory, not a"):
+        Settings.from_env({"TRACKIO_DIR": str(tmp_path / "f")})
+
+
+def test_good_values(tmp_path: Path) -> None:
+    settings = Settings.from_env(
+        {
+            "TUNEPLANE_DIR": str(tmp_path),
+            "TUNEPLANE_INGEST_TOKEN_DAYS": "0.5",
+            "TUNEPLANE_PORT": "9001",
+            "TUNEPLANE_HOST": "0.0.0.0",  # noqa: S104
+            "TUNEPLANE_INGEST_URL": "https://tp.example.org",
+            "TUNEPLANE_DATABASE_URL": "postgresql://me@db/tp",
+        }
+    )
+    assert (settings.ingest_token_days, settings.port) == (0.5, 9001)
+    assert settings.ingest_url == "https://tp.example.org"
+    assert settings.database_url == "postgresql://me@db/tp"
+    assert Settings.from_env({"TUNEPLANE_DIR": str(tmp_path)}).ingest_token_days == 30
 
 
 def test_secrets_never_print() -> None:

@@ -1,0 +1,291 @@
+"""Every setting with a bad value, in real processes: ``tuneplane serve``, ``tuneplane run``
+and the SDK inside a training process each answer with one line naming the variable, the
+value and what is allowed; the commands exit with 2, training goes on; no traceback."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tuneplane
+from tests.serving import free_port
+from tuneplane.client.settings import RUNNER_SETTINGS, SDK_SETTINGS
+from tuneplane.server.settings import SETTINGS
+
+DAYS = "must be a finite number of days greater than 0 and at most 3650"
+SECONDS = "must be a finite number of seconds from 0 to 3600"
+PORTS = "must be a whole number from 1 to 65535"
+POINTS = "must be a whole number of points from 1 to 10000000"
+URLS = "must be an http:// or https:// URL such as http://host:8000"
+HOSTS = "must be a host name or an IP address such as 0.0.0.0"
+DATABASES = "must be sqlite:///PATH or postgresql://user@host/db"
+SHARED_SECRET = "(value hidden): must be a shared secret (printable ASCII without spaces)"
+NOT_REPORTED = "; metrics and events are not reported"
+A_FILE = "<a file>"  # stands for the path of a file made by the test
+
+
+def clean_environment(tmp_path: Path) -> dict[str, str]:
+    """Ours without any tuneplane setting, so only the test's reach the process."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNEPLANE_", "TRACKIO_"))}
+    return {**env, "TUNEPLANE_DIR": str(tmp_path / "data")}
+
+
+def with_file(tmp_path: Path, value: str, expected: str) -> tuple[str, str]:
+    path = tmp_path / "not-a-directory"
+    path.write_text("")
+    return value.replace(A_FILE, str(path)), expected.replace(A_FILE, str(path))
+
+
+def refused(done: subprocess.CompletedProcess[str], line: str) -> None:
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [line], done.stderr
+    assert done.returncode == 2
+
+
+# -- tuneplane serve ----------------------------------------------------------------------
+
+SERVE_CASES = [
+    ("TUNEPLANE_DIR", A_FILE, f"TUNEPLANE_DIR='{A_FILE}': must be a directory, not a file"),
+    ("TRACKIO_DIR", A_FILE, f"TRACKIO_DIR='{A_FILE}': must be a directory, not a file"),
+    ("TUNEPLANE_DATABASE_URL", "garbage", f"TUNEPLANE_DATABASE_URL='garbage': {DATABASES}"),
+    (
+        "TUNEPLANE_DATABASE_URL",
+        "postgres://me:hunter2@db/tp",
+        f"TUNEPLANE_DATABASE_URL='postgres://me:***@db/tp': {DATABASES}",
+    ),
+    ("TUNEPLANE_INGEST_SECRET", "two words", f"TUNEPLANE_INGEST_SECRET {SHARED_SECRET}"),
+    ("TRACKIO_INGEST_TOKEN", "café-au-lait", f"TRACKIO_INGEST_TOKEN {SHARED_SECRET}"),
+    *[
+        ("TUNEPLANE_INGEST_TOKEN_DAYS", raw, f"TUNEPLANE_INGEST_TOKEN_DAYS={raw!r}: {DAYS}")
+        for raw in ("nan", "inf", "0", "-1", "thirty", "3651")
+    ],
+    ("TUNEPLANE_INGEST_URL", "nodes:8000", f"TUNEPLANE_INGEST_URL='nodes:8000': {URLS}"),
+    ("TUNEPLANE_HOST", "bad host", f"TUNEPLANE_HOST='bad host': {HOSTS}"),
+    *[
+        ("TUNEPLANE_PORT", raw, f"TUNEPLANE_PORT={raw!r}: {PORTS}")
+        for raw in ("abc", "0", "-1", "65536", "80.5")
+    ],
+]
+
+
+@pytest.mark.parametrize(("name", "value", "line"), SERVE_CASES)
+def test_serve_refuses_a_bad_setting(tmp_path: Path, name: str, value: str, line: str) -> None:
+    value, line = with_file(tmp_path, value, line)
+    env = {**clean_environment(tmp_path), "TUNEPLANE_PORT": str(free_port()), name: value}
+    if name == "TRACKIO_DIR":
+        del env["TUNEPLANE_DIR"]
+    done = subprocess.run(
+        [sys.executable, "-m", "tuneplane.cli", "serve"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    refused(done, f"tuneplane: {line}")
+    # Neither a secret nor a database password prints.
+    assert "hunter2" not in done.stderr
+    if name in ("TUNEPLANE_INGEST_SECRET", "TRACKIO_INGEST_TOKEN"):
+        assert value not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "line"),
+    [
+        (["--port", "abc"], f"--port='abc': {PORTS}"),
+        (["--port", "0"], f"--port='0': {PORTS}"),
+        (["--host", "a b"], f"--host='a b': {HOSTS}"),
+        (["--database-url", "mysql://h/db"], f"--database-url='mysql://h/db': {DATABASES}"),
+        (["--data-dir", A_FILE], f"--data-dir='{A_FILE}': must be a directory, not a file"),
+    ],
+)
+def test_serve_flags_follow_the_same_rules(tmp_path: Path, flags: list[str], line: str) -> None:
+    flags = [with_file(tmp_path, flag, "")[0] for flag in flags]
+    line = with_file(tmp_path, "", line)[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "tuneplane.cli", "serve", *flags],
+        env={**clean_environment(tmp_path), "TUNEPLANE_PORT": str(free_port())},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    refused(done, f"tuneplane: {line}")
+
+
+def test_every_bad_value_is_one_line(tmp_path: Path) -> None:
+    env = {
+        **clean_environment(tmp_path),
+        "TUNEPLANE_PORT": "abc",
+        "TUNEPLANE_INGEST_TOKEN_DAYS": "nan",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "tuneplane.cli", "serve"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [
+        f"tuneplane: TUNEPLANE_PORT='abc': {PORTS}",
+        f"tuneplane: TUNEPLANE_INGEST_TOKEN_DAYS='nan': {DAYS}",
+    ]
+    assert done.returncode == 2
+
+
+# -- tuneplane run ------------------------------------------------------------------------
+
+RUN_CASES = [
+    ("TUNEPLANE_URL", "localhost:8000", f"TUNEPLANE_URL='localhost:8000': {URLS}"),
+    (
+        "TUNEPLANE_API_KEY",
+        "tpi_an-ingest-token",
+        "TUNEPLANE_API_KEY (value hidden): must be an API key (tpk_…, printable ASCII)",
+    ),
+    *[
+        ("TUNEPLANE_FLUSH_TIMEOUT", raw, f"TUNEPLANE_FLUSH_TIMEOUT={raw!r}: {SECONDS}")
+        for raw in ("nan", "inf", "-1", "abc", "3601")
+    ],
+    # The command's SDK would refuse it once training had started: refused before.
+    *[
+        ("TUNEPLANE_QUEUE_MAX_POINTS", raw, f"TUNEPLANE_QUEUE_MAX_POINTS={raw!r}: {POINTS}")
+        for raw in ("0", "-1", "thirty")
+    ],
+]
+
+
+def run_command(
+    tmp_path: Path, env: dict[str, str], *flags: str
+) -> subprocess.CompletedProcess[str]:
+    """``tuneplane run`` of a command that leaves a mark when it runs."""
+    mark = tmp_path / "ran"
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tuneplane.cli",
+            "run",
+            "--project",
+            "demo",
+            "--run",
+            "r1",
+            *flags,
+            "--",
+            sys.executable,
+            "-c",
+            f"open({str(mark)!r}, 'w')",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(("name", "value", "line"), RUN_CASES)
+def test_run_refuses_a_bad_setting_before_the_command_starts(
+    tmp_path: Path, name: str, value: str, line: str
+) -> None:
+    env = {**clean_environment(tmp_path), "TUNEPLANE_URL": f"http://127.0.0.1:{free_port()}"}
+    done = run_command(tmp_path, {**env, name: value})
+    refused(done, f"tuneplane: {line}")
+    assert not (tmp_path / "ran").exists()
+    assert "tpi_an-ingest-token" not in done.stderr
+
+
+def test_run_server_flag_follows_the_same_rule(tmp_path: Path) -> None:
+    done = run_command(tmp_path, clean_environment(tmp_path), "--server", "ftp://tp")
+    refused(done, f"tuneplane: --server='ftp://tp': {URLS}")
+    assert not (tmp_path / "ran").exists()
+
+
+# -- the SDK inside a training process ----------------------------------------------------
+
+TRAINING = """
+import tuneplane
+for step in range(100):
+    tuneplane.report({"loss": 1.0 / (step + 1)}, step=step)
+print(tuneplane.event("note", {"x": 1}), "trained", flush=True)
+"""
+
+SDK_CASES = [
+    ("TUNEPLANE_JOB_ENDPOINT", "nodes:8000", f"TUNEPLANE_JOB_ENDPOINT='nodes:8000': {URLS}"),
+    (
+        "TUNEPLANE_JOB_RUN_ID",
+        "no-slash",
+        "TUNEPLANE_JOB_RUN_ID='no-slash': must be 'project/run', each part 1-128 ASCII "
+        "letters, digits, '_' or '-'",
+    ),
+    (
+        "TUNEPLANE_JOB_TOKEN",
+        "tpk_a-user-key",
+        "TUNEPLANE_JOB_TOKEN (value hidden): must be an ingest token (tpi_…, printable ASCII)",
+    ),
+    *[
+        (
+            "TUNEPLANE_JOB_ATTEMPT",
+            raw,
+            f"TUNEPLANE_JOB_ATTEMPT={raw!r}: must be a whole number from 1 to 2147483647",
+        )
+        for raw in ("0", "-1", "abc")
+    ],
+    ("TUNEPLANE_FLUSH_TIMEOUT", "nan", f"TUNEPLANE_FLUSH_TIMEOUT='nan': {SECONDS}"),
+    ("TUNEPLANE_QUEUE_MAX_POINTS", "thirty", f"TUNEPLANE_QUEUE_MAX_POINTS='thirty': {POINTS}"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "line"), SDK_CASES)
+def test_the_sdk_says_so_once_and_training_goes_on(
+    tmp_path: Path, name: str, value: str, line: str
+) -> None:
+    job = {
+        "TUNEPLANE_JOB_ENDPOINT": f"http://127.0.0.1:{free_port()}",
+        "TUNEPLANE_JOB_RUN_ID": "demo/r1",
+        "TUNEPLANE_JOB_TOKEN": "tpi_token",
+        "TUNEPLANE_JOB_ATTEMPT": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", TRAINING],
+        env={**clean_environment(tmp_path), **job, name: value},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [f"tuneplane: {line}{NOT_REPORTED}"]
+    assert done.stdout == "False trained\n"
+    assert done.returncode == 0
+    assert "tpk_a-user-key" not in done.stderr
+
+
+# -- nothing left out ---------------------------------------------------------------------
+
+
+def variables_named_in_the_package() -> set[str]:
+    names = set()
+    for path in Path(tuneplane.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            value = node.value if isinstance(node, ast.Constant) else None
+            if (
+                isinstance(value, str)
+                and value.startswith(("TUNEPLANE_", "TRACKIO_"))
+                and value.replace("_", "").isalnum()
+                and value.isupper()
+            ):
+                names.add(value)
+    return names
+
+
+def test_every_variable_the_package_reads_is_declared_and_tried_with_a_bad_value() -> None:
+    declared = {s.name for s in (*SETTINGS, *SDK_SETTINGS, *RUNNER_SETTINGS)}
+    assert variables_named_in_the_package() <= declared
+    assert {s.name for s in SETTINGS} == {name for name, _, _ in SERVE_CASES}
+    assert {s.name for s in SDK_SETTINGS} == {name for name, _, _ in SDK_CASES}
+    # The data directory only locates admin.key for the runner (any path is allowed there);
+    # serve tries both variables with a file in the directory's place.
+    paths = {"TUNEPLANE_DIR", "TRACKIO_DIR"}
+    assert {s.name for s in RUNNER_SETTINGS} - paths == {name for name, _, _ in RUN_CASES}
