@@ -14,6 +14,7 @@ server has one handler and one JSON error shape::
     │   └── AttemptSuperseded 409  a newer execution attempt of the run has started
     ├── PayloadTooLarge       413  body over the route's limit
     ├── InvalidInput          422  one or more rule violations, each naming its field
+    ├── TooManyRequests       429  e.g. too many failed sign-ins
     └── Unavailable           503  e.g. ingestion disabled
 """
 
@@ -102,6 +103,11 @@ class InvalidInput(TuneplaneError):
         if len(violations) > 1:
             message += f" (and {len(violations) - 1} more)"
         super().__init__(message, violations)
+
+
+class TooManyRequests(TuneplaneError):
+    status = 429
+    code = "too_many_requests"
 
 
 class Unavailable(TuneplaneError):

@@ -101,3 +101,12 @@ FLUSH_TIMEOUT_MAX_SECONDS: Final = 3600
 QUEUE_MAX_POINTS_MAX: Final = 10_000_000
 #: Execution attempts are numbered from 1 and stored as signed 32-bit integers.
 ATTEMPT_MAX: Final = 2**31 - 1
+
+# Accounts and sign-in (docs/access.md).
+PASSWORD_MIN_CHARS: Final = 8
+PASSWORD_MAX_CHARS: Final = 1024
+#: Days a browser session lasts; signing out, a new password or a disabled account end it.
+SESSION_DAYS: Final = 14
+#: Failed sign-ins per account, and per address, within the window before more are refused.
+SIGN_IN_FAILURES_MAX: Final = 10
+SIGN_IN_WINDOW_SECONDS: Final = 900

@@ -73,7 +73,7 @@ def require_user(request: Request) -> None:
     if key is None:
         raise Unauthorized("authorization: send 'Authorization: Bearer <API key>'")
     with app_state(request).database.connect() as connection:
-        if not credentials.api_key_is_valid(connection, key):
+        if credentials.resolve_api_key(connection, key) is None:
             raise Unauthorized("authorization: the API key is not valid")
 
 

@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, func, insert, select, update
 
 from tuneplane.contract.environment import (
     ADMIN_KEY_FILE,
     API_KEY_PREFIX,
     INGEST_TOKEN_PREFIX,
 )
-from tuneplane.contract.errors import AttemptSuperseded, Unauthorized
+from tuneplane.contract.errors import AttemptSuperseded, NotFound, Unauthorized
 from tuneplane.store.dialect import upsert
-from tuneplane.store.schema import api_keys, attempts, projects, runs
+from tuneplane.store.schema import api_keys, attempts, projects, runs, users
 from tuneplane.store.sql import Dialect
 
 T = TypeVar("T")
@@ -58,13 +58,91 @@ def ensure_admin_key(connection: Connection, data_dir: Path) -> Path:
     return path
 
 
-def api_key_is_valid(connection: Connection, key: str) -> bool:
+@dataclass(frozen=True, slots=True)
+class KeyHolder:
+    """Whose API key it is: an account (``user_id``), or the site administrator (the admin
+    key, which belongs to none)."""
+
+    user_id: int | None
+    can_write: bool
+    is_admin: bool
+
+
+def resolve_api_key(connection: Connection, key: str) -> KeyHolder | None:
+    """The holder of a valid API key; None for an unknown or revoked key, or one whose
+    account is disabled. Looked up on every request, so a revoked key stops at once."""
     if not key.startswith(API_KEY_PREFIX):
-        return False
-    found = connection.execute(
-        select(api_keys.c.id).where(api_keys.c.key_hash == hash_secret(key))
+        return None
+    row = connection.execute(
+        select(api_keys.c.user_id, api_keys.c.scope, users.c.is_admin, users.c.disabled_at)
+        .select_from(api_keys.outerjoin(users, users.c.id == api_keys.c.user_id))
+        .where(api_keys.c.key_hash == hash_secret(key), api_keys.c.revoked_at.is_(None))
     ).first()
-    return found is not None
+    if row is None or row.disabled_at is not None:
+        return None
+    if row.user_id is None:
+        return KeyHolder(None, can_write=True, is_admin=True)
+    return KeyHolder(row.user_id, can_write=row.scope == "write", is_admin=bool(row.is_admin))
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: int
+    name: str
+    scope: str
+    created_at: float
+    revoked: bool
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "scope": self.scope,
+            "created_at": self.created_at,
+            "revoked": self.revoked,
+        }
+
+
+def create_api_key(connection: Connection, user_id: int, name: str, scope: str) -> tuple[int, str]:
+    """A named personal key; its id and the key itself (shown once, stored hashed)."""
+    key = new_secret(API_KEY_PREFIX)
+    key_id = connection.execute(
+        insert(api_keys)
+        .values(
+            name=name,
+            key_hash=hash_secret(key),
+            created_at=time.time(),
+            user_id=user_id,
+            scope=scope,
+        )
+        .returning(api_keys.c.id)
+    ).scalar_one()
+    return int(key_id), key
+
+
+def list_api_keys(connection: Connection, user_id: int) -> list[ApiKey]:
+    rows = connection.execute(
+        select(
+            api_keys.c.id,
+            api_keys.c.name,
+            api_keys.c.scope,
+            api_keys.c.created_at,
+            api_keys.c.revoked_at.is_not(None),
+        )
+        .where(api_keys.c.user_id == user_id)
+        .order_by(api_keys.c.id)
+    )
+    return [ApiKey(*row) for row in rows]
+
+
+def revoke_api_key(connection: Connection, user_id: int, key_id: int) -> None:
+    revoked = connection.execute(
+        update(api_keys)
+        .where(api_keys.c.id == key_id, api_keys.c.user_id == user_id)
+        .values(revoked_at=func.coalesce(api_keys.c.revoked_at, time.time()))
+    ).rowcount
+    if not revoked:
+        raise NotFound(f"key: you have no API key {key_id}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -270,3 +270,81 @@ round_tallies = Table(
     Column("status", String(16), primary_key=True),
     Column("count", BigInteger, nullable=False),
 )
+
+# --- who may see what (docs/access.md) ----------------------------------------------------
+
+# A project is public or private; existing projects became public on upgrade.
+projects.append_column(Column("visibility", String(8), nullable=False, server_default="public"))
+# Whether a public project shows its runs' stdout/stderr to non-members.
+projects.append_column(Column("public_logs", Boolean, nullable=False, server_default="0"))
+
+# People: local accounts (a password hash) or single sign-on (issuer and subject).
+users = Table(
+    "users",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("login", String(320), nullable=False, unique=True),
+    Column("email", String(320), nullable=True),
+    Column("display_name", String(200), nullable=True),
+    # argon2id, in the library's own encoded form (algorithm, parameters, salt, hash).
+    Column("password_hash", String(256), nullable=True),
+    Column("is_admin", Boolean, nullable=False, server_default="0"),
+    Column("disabled_at", Float, nullable=True),
+    Column("oidc_issuer", String(512), nullable=True),
+    Column("oidc_subject", String(255), nullable=True),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("oidc_issuer", "oidc_subject", name="uq_users_oidc_identity"),
+)
+
+# Signed-in browser sessions, revocable on the server: only the token's hash is kept.
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id"), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Column("revoked_at", Float, nullable=True),
+)
+
+# A user's personal API keys (the admin key has no user: it is the site administrator's).
+api_keys.append_column(Column("user_id", Integer, ForeignKey("users.id"), nullable=True))
+# "read", or "write" (read and write).
+api_keys.append_column(Column("scope", String(8), nullable=False, server_default="write"))
+api_keys.append_column(Column("revoked_at", Float, nullable=True))
+
+# Who belongs to a project, in which role; ``content`` lets them read trajectory bodies.
+memberships = Table(
+    "memberships",
+    metadata,
+    Column("project_id", Integer, ForeignKey("projects.id"), primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id"), primary_key=True),
+    Column("role", String(8), nullable=False),
+    Column("content", Boolean, nullable=False, server_default="0"),
+    Column("created_at", Float, nullable=False),
+)
+
+# Read-only links to one run: the token's hash, who made it, until when.
+share_links = Table(
+    "share_links",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("runs.id"), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_by", Integer, ForeignKey("users.id"), nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=True),
+    Column("revoked_at", Float, nullable=True),
+)
+
+# Failed sign-ins, by account and by address, for rate limiting across server processes.
+sign_in_failures = Table(
+    "sign_in_failures",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("subject", String(400), nullable=False),
+    Column("at", Float, nullable=False),
+)
+
+Index("ix_sign_in_failures_subject", sign_in_failures.c.subject, sign_in_failures.c.at)
