@@ -28,15 +28,20 @@ def serve_command(*args: str) -> list[str]:
 
 @contextmanager
 def running_server(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    output: Path | None = None,
 ) -> Iterator[str]:
-    """A real server process; yields its base URL and stops it afterwards."""
+    """A real server process; yields its base URL and stops it afterwards. ``output``: a
+    file that receives what the server prints (its log), to read once it has stopped."""
     port = free_port()
+    log = output.open("w") if output is not None else None
     process = subprocess.Popen(
         serve_command("--port", str(port), *args),
         env={**os.environ, **(env or {})},
         cwd=cwd,
-        stdout=subprocess.PIPE,
+        stdout=log or subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
@@ -45,8 +50,10 @@ def running_server(
         deadline = time.monotonic() + 30
         while True:
             if process.poll() is not None:
-                output = process.stdout.read() if process.stdout else ""
-                raise AssertionError(f"server exited with {process.returncode}:\n{output}")
+                printed = process.stdout.read() if process.stdout else ""
+                if output is not None:
+                    printed = output.read_text()
+                raise AssertionError(f"server exited with {process.returncode}:\n{printed}")
             try:
                 if httpx.get(base + "/healthz", timeout=1).status_code == 200:
                     break
@@ -65,3 +72,5 @@ def running_server(
             process.wait()
         if process.stdout:
             process.stdout.close()
+        if log is not None:
+            log.close()

@@ -88,7 +88,7 @@ BODY_TIMEOUT_SECONDS_DEFAULT: Final = 30.0
 BODY_TIMEOUT_SECONDS_MAX: Final = 3600.0
 #: Request bodies being read at once; beyond it a new one is refused with 503 at once, so
 #: slow clients cannot take every connection the server has.
-BODIES_IN_FLIGHT_MAX: Final = 256
+BODIES_IN_FLIGHT_MAX: Final = 128
 
 #: Settings: the longest an ingest token may live (``TUNEPLANE_INGEST_TOKEN_DAYS``), ten
 #: years; a longer one would be a credential that never expires.
@@ -110,3 +110,5 @@ SESSION_DAYS: Final = 14
 #: Failed sign-ins per account, and per address, within the window before more are refused.
 SIGN_IN_FAILURES_MAX: Final = 10
 SIGN_IN_WINDOW_SECONDS: Final = 900
+#: Longest a share link may be made to last (a link without expiry lasts until revoked).
+SHARE_LINK_DAYS_MAX: Final = 365

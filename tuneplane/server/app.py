@@ -18,6 +18,8 @@ from tuneplane import __version__
 from tuneplane.contract.errors import TuneplaneError
 from tuneplane.server import evaluation, ingest, logs, pages, reads, runs, sdk_ingest, streams
 from tuneplane.server.auth import IngestTokenGuard
+from tuneplane.server.body import BodyDeadline
+from tuneplane.server.headers import ResponseHeaders
 from tuneplane.server.models import ErrorOut, IngestResult
 from tuneplane.server.responses import (
     JSON,
@@ -77,6 +79,10 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         version=__version__,
         description="Telemetry for fine-tuning and RL training runs.",
         lifespan=lifespan,
+        # /docs is served from the package under the dashboard's policy (pages.py); ReDoc
+        # would load its script from a CDN.
+        docs_url=None,
+        redoc_url=None,
         responses={
             400: {"model": ErrorOut},
             404: {"model": ErrorOut},
@@ -103,6 +109,9 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     app.include_router(pages.router)
     app.mount("/static", pages.static_files(), name="static")
     app.add_middleware(IngestTokenGuard)
+    app.add_middleware(BodyDeadline, timeout=settings.body_timeout)
+    # Added last, so outermost: the guard's refusals carry the headers too.
+    app.add_middleware(ResponseHeaders)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
     @app.get("/healthz", tags=["meta"])

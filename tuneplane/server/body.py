@@ -1,13 +1,111 @@
-"""Reading request bodies within a size limit, before they are parsed."""
+"""Reading request bodies: within a size limit, within a deadline, a bounded number at once.
+
+A body must arrive in full within ``TUNEPLANE_BODY_TIMEOUT`` seconds of the first read of
+it, else the request answers 408 and the connection is closed: a client trickling a byte at
+a time cannot hold a connection and a task for ever. At most ``BODIES_IN_FLIGHT_MAX`` bodies
+are being read at once; a request whose body would be one more answers 503 at once, so slow
+clients cannot take every connection the server has. A body that has already arrived (most
+of them: the server has it when the route starts) is read in the same call that counts it.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Any, ClassVar
 
 from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tuneplane.contract.errors import PayloadTooLarge
+from tuneplane.contract.errors import PayloadTooLarge, TuneplaneError, Unavailable
 from tuneplane.contract.json_body import decode_json_body
+from tuneplane.contract.limits import BODIES_IN_FLIGHT_MAX, BODY_TIMEOUT_SECONDS_DEFAULT
+
+
+class BodyTimeout(TuneplaneError):
+    """The body did not arrive within the deadline (408; the connection is closed)."""
+
+    status = 408
+    code = "body_timeout"
+    close_connection: ClassVar[bool] = True
+
+
+class TooManyBodies(Unavailable):
+    """Every slot for reading a body is taken (503; retry soon)."""
+
+    code = "busy"
+    retry_after: ClassVar[int] = 1
+    close_connection: ClassVar[bool] = True
+
+
+class BodyDeadline:
+    """Pure ASGI: puts the deadline on every read of a request's body and counts the
+    bodies being read. Once a body is complete, ``receive`` is passed through untouched
+    (a live stream waits on it for the client to go away)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        timeout: float = BODY_TIMEOUT_SECONDS_DEFAULT,
+        most: int = BODIES_IN_FLIGHT_MAX,
+    ) -> None:
+        self.app = app
+        self.timeout = timeout
+        self.most = most
+        #: Bodies being read now.
+        self.reading = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        reader = _BodyReader(self, receive)
+        try:
+            await self.app(scope, reader.receive, send)
+        finally:
+            reader.finish()
+
+
+class _BodyReader:
+    __slots__ = ("_deadline", "_limits", "_receive", "_state")
+
+    def __init__(self, limits: BodyDeadline, receive: Receive) -> None:
+        self._limits = limits
+        self._receive = receive
+        self._deadline = 0.0
+        #: "new" (not read yet), "reading" (counted), "done".
+        self._state = "new"
+
+    async def receive(self) -> Message:
+        if self._state == "done":
+            return await self._receive()
+        limits = self._limits
+        if self._state == "new":
+            if limits.reading >= limits.most:
+                self._state = "done"
+                raise TooManyBodies(
+                    f"server busy: {limits.most} request bodies are being read already; "
+                    "retry shortly"
+                )
+            limits.reading += 1
+            self._state = "reading"
+            self._deadline = asyncio.get_running_loop().time() + limits.timeout
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                message = await self._receive()
+        except TimeoutError:
+            self.finish()
+            raise BodyTimeout(
+                f"body: not received in full within {limits.timeout:g} s (TUNEPLANE_BODY_TIMEOUT)"
+            ) from None
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self.finish()
+        return message
+
+    def finish(self) -> None:
+        if self._state == "reading":
+            self._limits.reading -= 1
+        self._state = "done"
 
 
 async def read_body(request: Request, limit: int) -> bytes:

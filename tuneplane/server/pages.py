@@ -38,12 +38,37 @@ _HEADERS: Final = {
 
 router = APIRouter(include_in_schema=False)
 
+#: Classic scripts of the API reference page (``/docs``), not modules of the dashboard.
+_DOCS_SCRIPTS: Final = frozenset({"vendor/swagger-ui-bundle.js", "api-docs.js"})
+
+#: ``/docs``: Swagger UI from the package, started by a script file (no inline script), so
+#: the dashboard's policy holds here too and the page needs nothing from elsewhere.
+_DOCS_PAGE: Final = b"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>tuneplane API</title>
+<link rel="icon" href="/static/favicon.svg">
+<link rel="stylesheet" href="/static/vendor/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="/static/vendor/swagger-ui-bundle.js"></script>
+<script src="/static/api-docs.js"></script>
+</body>
+</html>
+"""
+
 
 @cache
 def _shell() -> bytes:
     """index.html with a ``modulepreload`` link per module: the browser then fetches the
     whole module graph at once instead of one import level after another."""
-    modules = sorted(path.relative_to(STATIC_DIR).as_posix() for path in STATIC_DIR.rglob("*.js"))
+    modules = sorted(
+        name
+        for name in (path.relative_to(STATIC_DIR).as_posix() for path in STATIC_DIR.rglob("*.js"))
+        if name not in _DOCS_SCRIPTS
+    )
     links = "".join(f'<link rel="modulepreload" href="/static/{m}">\n' for m in modules)
     html = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
     return html.replace("</head>", links + "</head>", 1).encode()
@@ -114,6 +139,12 @@ _MEDIA_TYPES: Final = {
 def static_files() -> StaticBundle:
     """The ASGI app mounted at ``/static``."""
     return StaticBundle()
+
+
+@router.get("/docs")
+def api_docs_page() -> Response:
+    """The API reference: Swagger UI over ``/openapi.json``."""
+    return Response(_DOCS_PAGE, media_type="text/html; charset=utf-8", headers=_HEADERS)
 
 
 @router.get("/")

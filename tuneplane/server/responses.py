@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from tuneplane.contract.errors import TuneplaneError, Violation
 from tuneplane.server.state import app_state
-from tuneplane.store.errors import StoreUnavailable, classify
+from tuneplane.store.errors import classify
 
 log = logging.getLogger("tuneplane.server")
 
@@ -26,12 +26,17 @@ class JSON(Response):
 
 
 def error_response(error: TuneplaneError) -> JSON:
-    headers: dict[str, str] | None = None
+    headers: dict[str, str] = {}
     if error.status == 401:
-        headers = {"WWW-Authenticate": "Bearer"}
-    elif isinstance(error, StoreUnavailable):
-        headers = {"Retry-After": str(error.retry_after)}
-    return JSON(error.to_json(), status_code=error.status, headers=headers)
+        headers["WWW-Authenticate"] = "Bearer"
+    # Errors that say when to come back (the store is unavailable, the server is busy).
+    retry_after: int | None = getattr(error, "retry_after", None)
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    # Errors after which the rest of the request is not worth reading (a trickled body).
+    if getattr(error, "close_connection", False):
+        headers["Connection"] = "close"
+    return JSON(error.to_json(), status_code=error.status, headers=headers or None)
 
 
 async def on_tuneplane_error(_request: Request, exc: Exception) -> Response:
@@ -82,4 +87,7 @@ async def on_client_disconnect(request: Request, _exc: Exception) -> Response:
 
 async def on_unexpected_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return error_response(TuneplaneError("internal server error"))
+    response = error_response(TuneplaneError("internal server error"))
+    # Sent from outside every middleware, so the one adding this header never sees it.
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response

@@ -16,7 +16,12 @@ from tuneplane.contract.datadir import (
     TRACKIO_DIR,
     resolve_data_dir,
 )
-from tuneplane.contract.limits import INGEST_TOKEN_DAYS_DEFAULT, INGEST_TOKEN_DAYS_MAX
+from tuneplane.contract.limits import (
+    BODY_TIMEOUT_SECONDS_DEFAULT,
+    BODY_TIMEOUT_SECONDS_MAX,
+    INGEST_TOKEN_DAYS_DEFAULT,
+    INGEST_TOKEN_DAYS_MAX,
+)
 from tuneplane.contract.settings import (
     HTTP_URL,
     Reader,
@@ -79,6 +84,13 @@ INGEST_URL: Final = Setting(
 )
 HOST: Final = Setting("TUNEPLANE_HOST", rules.HOST, "127.0.0.1", "Address the server listens on.")
 PORT: Final = Setting("TUNEPLANE_PORT", rules.PORT, 8000, "Port the server listens on.")
+BODY_TIMEOUT: Final = Setting(
+    "TUNEPLANE_BODY_TIMEOUT",
+    number("seconds", BODY_TIMEOUT_SECONDS_MAX, zero=False),
+    BODY_TIMEOUT_SECONDS_DEFAULT,
+    "Seconds a request body may take to arrive in full; a slower one answers 408.",
+    default_text=f"{BODY_TIMEOUT_SECONDS_DEFAULT:g}",
+)
 
 #: Every environment variable the server reads: its rule, default and meaning.
 #: ``docs/configuration.md`` documents each one (a test holds us to that).
@@ -92,6 +104,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     INGEST_URL,
     HOST,
     PORT,
+    BODY_TIMEOUT,
 )
 
 
@@ -104,6 +117,7 @@ class Settings:
     port: int = 8000
     ingest_token_days: float = INGEST_TOKEN_DAYS_DEFAULT
     ingest_url: str | None = None
+    body_timeout: float = BODY_TIMEOUT_SECONDS_DEFAULT
 
     @classmethod
     def from_env(
@@ -129,6 +143,7 @@ class Settings:
             port=_flag(reader, PORT, "--port", None if port is None else str(port)) or 8000,
             ingest_token_days=reader.read(INGEST_TOKEN_DAYS),
             ingest_url=reader.get(INGEST_URL),
+            body_timeout=reader.read(BODY_TIMEOUT),
         )
         reader.done()
         return settings
