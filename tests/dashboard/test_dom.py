@@ -15,12 +15,14 @@ MORPH = """async () => {
     const row = make("ok", "sent 10", "step 1");
     const body = h("tbody", {}, row);
     const [cell, text] = [row.cells[0], row.cells[1].firstChild];
-    morph(row, make("lossy", "sent 12, dropped 3", "step 2"));
-    const same = row.cells[0] === cell && row.cells[1].firstChild === text;
+    const kept = morph(row, make("lossy", "sent 12, dropped 3", "step 2"));
+    const same = kept === row && row.cells[0] === cell && row.cells[1].firstChild === text;
     const shape = h("tr", {}, h("td", { text: "one cell" }));
-    morph(row, shape); // another shape: replaced, not patched
+    // Another shape: replaced, not patched; the node answered is the one now on the page.
+    const answered = morph(row, shape) === shape;
     return {
         same,
+        answered,
         className: cell.className,
         title: cell.title,
         text: cell.textContent + " / " + text.data,
@@ -40,6 +42,7 @@ def test_morph_changes_attributes_and_text_in_place(page: Page) -> None:
     page.goto("/")
     assert page.evaluate(MORPH) == {
         "same": True,
+        "answered": True,
         "className": "health lossy",
         "title": "sent 12, dropped 3",
         "text": "lossy / step 2",
