@@ -987,19 +987,28 @@ def test_unknown_project_run_or_metric_is_404(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize(
-    "raw",
+    ("raw", "field"),
     [
-        b'{"alerts": [{"project": "p", "run": "r", "alert_id": "a", "title": "x\\ud800",'
-        b' "level": "info"}]}',
-        b'{"logs": [{"project": "p", "run": "r", "log_id": "a", "step": 1, "metrics": {"m": 1},'
-        b' "config": {"model": "\\udc00"}}]}',
-        b'{"logs": [{"project": "p", "run": "r", "log_id": "a", "step": 1,'
-        b' "metrics": {"m": NaN, "n\\ud800": 1}}]}',
+        (
+            b'{"alerts": [{"project": "p", "run": "r", "alert_id": "a", "title": "x\\ud800",'
+            b' "level": "info"}]}',
+            "alerts[0].title",
+        ),
+        (
+            b'{"logs": [{"project": "p", "run": "r", "log_id": "a", "step": 1, "metrics": {"m": 1},'
+            b' "config": {"model": "\\udc00"}}]}',
+            "logs[0].config.model",
+        ),
+        (
+            b'{"logs": [{"project": "p", "run": "r", "log_id": "a", "step": 1,'
+            b' "metrics": {"m": NaN, "n\\ud800": 1}}]}',
+            "logs[0].metrics",
+        ),
     ],
 )
-def test_lone_surrogates_are_refused_not_stored(client: TestClient, raw: bytes) -> None:
+def test_lone_surrogates_are_refused_not_stored(client: TestClient, raw: bytes, field: str) -> None:
     response = post(client, raw)
-    assert error_of(response, 400)["details"][0]["field"] == "body"
+    assert error_of(response, 400)["details"][0]["field"] == field
     assert client.get("/api/v1/projects").json() == []
 
 

@@ -11,20 +11,19 @@ worker learns exactly what to fix; nothing of a rejected batch is stored.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from tuneplane.contract.errors import Conflict, InvalidInput, Violation
 from tuneplane.contract.ids import id_problem, metric_name_problem
-from tuneplane.contract.json_body import NotFinite, malformed
+from tuneplane.contract.json_body import key_path, malformed
 from tuneplane.contract.limits import (
     ALERT_TEXT_MAX_CHARS,
     ALERT_TITLE_MAX_CHARS,
     ARENA_BATCH_MAX_ITEMS,
     ARENA_EVENT_MAX_METRICS,
 )
-from tuneplane.contract.validation import STEP_RULE, finite_float, is_step
+from tuneplane.contract.validation import STEP_RULE, finite_float, is_step, number_rule
 
 AlertLevel = Literal["info", "warn", "error"]
 ALERT_LEVELS: Final[tuple[AlertLevel, ...]] = ("info", "warn", "error")
@@ -71,24 +70,6 @@ class ArenaBatch:
     alerts: tuple[ArenaAlert, ...]
 
 
-def _key_path(prefix: str, key: str) -> str:
-    if key.replace("_", "a").replace("-", "a").replace("/", "a").isalnum() and key.isascii():
-        return f"{prefix}.{key}"
-    return f"{prefix}[{json.dumps(key)}]"
-
-
-def _number_rule(value: object) -> str:
-    if isinstance(value, NotFinite):
-        return f"not a finite number ({value.literal})"
-    if isinstance(value, bool):
-        return "not a finite number (boolean)"
-    if value is None:
-        return "not a finite number (null)"
-    if isinstance(value, str):
-        return "not a finite number (string)"
-    return "not a finite number"
-
-
 # PostgreSQL text cannot hold NUL; refusing it keeps both engines alike.
 NUL_RULE: Final = "must not contain NUL (\\u0000) characters"
 
@@ -121,16 +102,16 @@ class _Checker:
                 if isinstance(item, str):
                     config[key] = item
                 else:
-                    self.add(_key_path(path, key), "must be a string")
+                    self.add(key_path(path, key), "must be a string")
             elif key in CONFIG_NUMBER_KEYS:
                 number = finite_float(item)
                 if number is None or number < 0:
-                    self.add(_key_path(path, key), "must be a nonnegative finite number")
+                    self.add(key_path(path, key), "must be a nonnegative finite number")
                 else:
                     config[key] = item
             else:
                 allowed = ", ".join(CONFIG_STRING_KEYS + CONFIG_NUMBER_KEYS)
-                self.add(_key_path(path, key), f"unknown config key (allowed: {allowed})")
+                self.add(key_path(path, key), f"unknown config key (allowed: {allowed})")
         # An empty config says nothing about the run, so it is the same as none.
         return config or None
 
@@ -172,11 +153,11 @@ def _parse_log(check: _Checker, path: str, item: dict[str, Any]) -> ArenaLog | N
         for name, value in raw_metrics.items():
             name_problem = metric_name_problem(name)
             if name_problem is not None:
-                check.add(_key_path(metrics_path, name), f"metric name {name_problem}")
+                check.add(key_path(metrics_path, name), f"metric name {name_problem}")
                 continue
             number = finite_float(value)
             if number is None:
-                check.add(_key_path(metrics_path, name), _number_rule(value))
+                check.add(key_path(metrics_path, name), number_rule(value))
             else:
                 metrics[name] = number
     if len(check.violations) != before:

@@ -31,7 +31,7 @@ import orjson
 
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.ids import id_problem, metric_name_problem
-from tuneplane.contract.json_body import malformed
+from tuneplane.contract.json_body import NotFinite, key_path, malformed
 from tuneplane.contract.limits import (
     HISTOGRAM_MAX_BOUNDS,
     OBSERVATION_BATCH_MAX,
@@ -39,7 +39,15 @@ from tuneplane.contract.limits import (
     OBSERVATION_MAX_FIELDS,
     OBSERVATION_STRING_MAX_CHARS,
 )
-from tuneplane.contract.validation import STEP_RULE, finite_float, is_count, is_step
+from tuneplane.contract.validation import (
+    DEPTH_RULE,
+    STEP_RULE,
+    finite_float,
+    is_count,
+    is_number,
+    is_step,
+    number_rule,
+)
 
 ObservationType = Literal["event", "distribution", "health", "population", "trial"]
 OBSERVATION_TYPES: Final[tuple[ObservationType, ...]] = (
@@ -124,15 +132,19 @@ def _fields(check: _Check, item: dict[str, Any], *, required: bool) -> dict[str,
         check.add("fields", f"must be an object of at most {OBSERVATION_MAX_FIELDS} fields")
         return {}
     for key, value in fields.items():
+        field = key_path("fields", key)
         if metric_name_problem(key):
-            check.add(f"fields[{key!r}]", "field names are 1-128 printable characters")
+            check.add(field, "field names are 1-128 printable characters")
         elif isinstance(value, str):
             if len(value) > OBSERVATION_STRING_MAX_CHARS:
-                check.add(
-                    f"fields.{key}", f"strings are at most {OBSERVATION_STRING_MAX_CHARS} chars"
-                )
-        elif not isinstance(value, bool) and finite_float(value) is None:
-            check.add(f"fields.{key}", "must be a finite number, a boolean or a string")
+                check.add(field, f"strings are at most {OBSERVATION_STRING_MAX_CHARS} chars")
+        elif isinstance(value, bool):
+            continue
+        elif isinstance(value, NotFinite) or is_number(value):
+            if finite_float(value) is None:
+                check.add(field, number_rule(value))
+        else:
+            check.add(field, "must be a finite number, a boolean or a string")
     return fields
 
 
@@ -237,7 +249,13 @@ def parse_observation(path: str, item: object) -> tuple[Observation | None, list
     if not isinstance(item, dict):
         return None, [Violation(path, "must be an object")]
     check = _Check(path)
-    if len(orjson.dumps(item)) > OBSERVATION_MAX_BYTES:
+    try:
+        # NaN/Infinity markers count as the null they will never be stored as.
+        size = len(orjson.dumps(item, default=lambda _marker: None))
+    except TypeError:  # nested deeper than orjson writes: far past the stored JSON's limit
+        check.add("", DEPTH_RULE)
+        return None, check.violations
+    if size > OBSERVATION_MAX_BYTES:
         check.add("", f"an observation is at most {OBSERVATION_MAX_BYTES // 1024} KiB")
         return None, check.violations
     event_id = check.ident(item, "event_id")

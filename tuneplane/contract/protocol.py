@@ -27,6 +27,7 @@ from tuneplane.contract.validation import (
     finite_floats,
     is_count,
     is_step,
+    json_problem,
 )
 
 RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
@@ -75,6 +76,8 @@ def parse_run_create(body: object) -> RunCreate:
     if config is not None:
         if not isinstance(config, dict):
             violations.append(Violation("config", "must be an object"))
+        elif (unstorable := json_problem(config, "config")) is not None:
+            violations.append(unstorable)
         elif len(orjson.dumps(config)) > RUN_CONFIG_MAX_BYTES:
             violations.append(
                 Violation("config", f"must be at most {RUN_CONFIG_MAX_BYTES // 1024} KiB as JSON")

@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
-from tuneplane.contract.limits import STEP_MAX
+from tuneplane.contract.errors import Violation
+from tuneplane.contract.json_body import NotFinite, key_path
+from tuneplane.contract.limits import JSON_MAX_DEPTH, STEP_MAX
 
 STEP_RULE: Final = f"must be an integer from 0 to {STEP_MAX}"
+DEPTH_RULE: Final = f"must nest at most {JSON_MAX_DEPTH} levels of objects and lists"
 
 
 def is_number(value: object) -> bool:
@@ -53,3 +56,36 @@ def is_step(value: object) -> bool:
 def is_count(value: object) -> bool:
     """A nonnegative integer that fits a signed 64-bit column."""
     return is_step(value)
+
+
+def number_rule(value: object) -> str:
+    """Why ``value`` is not a finite number, for a violation."""
+    if isinstance(value, NotFinite):
+        return f"not a finite number ({value.literal})"
+    if isinstance(value, bool):
+        return "not a finite number (boolean)"
+    if value is None:
+        return "not a finite number (null)"
+    if isinstance(value, str):
+        return "not a finite number (string)"
+    return "not a finite number"
+
+
+def json_problem(value: object, path: str) -> Violation | None:
+    """Why a JSON value cannot be stored as the client sent it, or None when it can: it
+    nests deeper than ``JSON_MAX_DEPTH`` levels, or holds a number JSON cannot carry back to
+    a reader (NaN, Infinity, 1e999). Walked without recursion, however deep it is."""
+    stack: list[tuple[object, str, int]] = [(value, path, 1)]
+    while stack:
+        node, where, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth > JSON_MAX_DEPTH:
+                return Violation(path, DEPTH_RULE)
+            if isinstance(node, dict):
+                children = [(v, key_path(where, k), depth + 1) for k, v in node.items()]
+            else:
+                children = [(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(node)]
+            stack.extend(reversed(children))
+        elif isinstance(node, NotFinite) or (type(node) is float and not math.isfinite(node)):
+            return Violation(where, number_rule(node))
+    return None

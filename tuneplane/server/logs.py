@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.limits import QUERY_INTEGER_MAX
 from tuneplane.server.models import LogPage
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
@@ -22,6 +23,9 @@ from tuneplane.store.runlogs import StoredLine
 
 router = APIRouter(prefix="/api/v1", tags=["read"])
 RUN = "/projects/{project}/runs/{run}"
+#: A line cursor, as ``next_cursor`` and ``id:`` give it.
+Cursor = Annotated[int, Query(ge=0, le=QUERY_INTEGER_MAX)]
+SomeCursor = Annotated[int | None, Query(ge=0, le=QUERY_INTEGER_MAX)]
 #: Seconds between comment lines that keep idle connections (and proxies) open.
 KEEPALIVE_SECONDS = 15.0
 
@@ -48,7 +52,7 @@ def read_logs(
     request: Request,
     project: str,
     run: str,
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: Cursor = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> Response:
     """Lines in arrival order after the cursor ``after``; ``next_cursor`` continues."""
@@ -67,7 +71,9 @@ def read_logs(
 def _resume_cursor(request: Request, after: int | None) -> int:
     last_event = request.headers.get("last-event-id")
     if last_event is not None:
-        if not last_event.isdigit():
+        if not (
+            last_event.isascii() and last_event.isdigit() and int(last_event) <= QUERY_INTEGER_MAX
+        ):
             raise InvalidInput((Violation("Last-Event-ID", "must be a cursor"),))
         return int(last_event)
     return after or 0
@@ -78,7 +84,7 @@ async def stream_logs(
     request: Request,
     project: str,
     run: str,
-    after: Annotated[int | None, Query(ge=0)] = None,
+    after: SomeCursor = None,
 ) -> Response:
     """Server-Sent Events: ``event: line`` with ``id: <cursor>``; reconnecting with
     ``Last-Event-ID`` (browsers do it themselves) resumes without loss or repeats."""

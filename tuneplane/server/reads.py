@@ -19,6 +19,8 @@ from tuneplane.contract.limits import (
     MAX_POINTS_MAX,
     POINTS_PAGE_DEFAULT,
     POINTS_PAGE_MAX,
+    QUERY_INTEGER_MAX,
+    STEP_MAX,
 )
 from tuneplane.server.models import (
     AlertOut,
@@ -44,8 +46,8 @@ RUN = "/projects/{project}/runs/{run}"
 # Query parameters shared by the point reads.
 MaxPoints = Annotated[int, Query(ge=1, le=MAX_POINTS_MAX)]
 SomeMaxPoints = Annotated[int | None, Query(ge=1, le=MAX_POINTS_MAX)]
-StartStep = Annotated[int | None, Query(ge=0, description="first step (inclusive)")]
-EndStep = Annotated[int | None, Query(ge=0, description="last step (inclusive)")]
+StartStep = Annotated[int | None, Query(ge=0, le=STEP_MAX, description="first step (inclusive)")]
+EndStep = Annotated[int | None, Query(ge=0, le=STEP_MAX, description="last step (inclusive)")]
 PageLimit = Annotated[int, Query(ge=1, le=POINTS_PAGE_MAX)]
 RunNames = Annotated[str, Query(description="run names, comma-separated")]
 
@@ -147,7 +149,14 @@ def _parse_cursor(cursor: str | None) -> tuple[int, int] | None:
     if cursor is None:
         return None
     step, _, event = cursor.partition(":")
-    if not (step.isdigit() and event.isdigit()):
+    if not (
+        step.isascii()
+        and step.isdigit()
+        and event.isascii()
+        and event.isdigit()
+        and int(step) <= STEP_MAX
+        and int(event) <= QUERY_INTEGER_MAX
+    ):
         raise InvalidInput((Violation("cursor", "must be a next_cursor value from a page"),))
     return int(step), int(event)
 
