@@ -19,6 +19,7 @@ from tuneplane.server.settings import SETTINGS
 
 DAYS = "must be a finite number of days greater than 0 and at most 3650"
 SECONDS = "must be a finite number of seconds from 0 to 3600"
+BODY_SECONDS = "must be a finite number of seconds greater than 0 and at most 3600"
 PORTS = "must be a whole number from 1 to 65535"
 POINTS = "must be a whole number of points from 1 to 10000000"
 URLS = "must be an http:// or https:// URL such as http://host:8000"
@@ -69,6 +70,10 @@ SERVE_CASES = [
     *[
         ("TUNEPLANE_PORT", raw, f"TUNEPLANE_PORT={raw!r}: {PORTS}")
         for raw in ("abc", "0", "-1", "65536", "80.5")
+    ],
+    *[
+        ("TUNEPLANE_BODY_TIMEOUT", raw, f"TUNEPLANE_BODY_TIMEOUT={raw!r}: {BODY_SECONDS}")
+        for raw in ("nan", "0", "forever")
     ],
 ]
 
