@@ -358,6 +358,9 @@ class Row:
     p99_ms: float
     server_cpu_percent: float
     database_cpu_percent: float | None
+    #: server and database CPU per timed request: on a shared machine, where the CPU the
+    #: server gets varies from one minute to the next, the steadier measure of cost
+    cpu_ms_per_request: float
     client_cpu_percent: float
     verified: bool
     problems: list[str]
@@ -421,6 +424,7 @@ def run_scenario(measure: Measure, scenario: Scenario, workers: int) -> Row:
         p99_ms=percentile(latencies, 0.99) * 1000,
         server_cpu_percent=100 * server_cpu / elapsed,
         database_cpu_percent=100 * db_cpu / elapsed if db_after else None,
+        cpu_ms_per_request=1000 * (server_cpu + db_cpu) / timed,
         client_cpu_percent=100 * client_cpu / elapsed,
         verified=not problems,
         problems=problems,
@@ -430,7 +434,8 @@ def run_scenario(measure: Measure, scenario: Scenario, workers: int) -> Row:
     print(
         f"    {row.requests_per_s:,.0f} requests/s, {row.points_per_s:,.0f} points/s, "
         f"p50 {row.p50_ms:.1f} ms, p99 {row.p99_ms:.1f} ms, server CPU "
-        f"{row.server_cpu_percent:.0f}%{db}, {row.errors} errors, "
+        f"{row.server_cpu_percent:.0f}%{db}, {row.cpu_ms_per_request:.3f} CPU ms/request, "
+        f"{row.errors} errors, "
         f"{'verified' if row.verified else 'NOT verified'}",
         flush=True,
     )
@@ -442,8 +447,8 @@ def run_scenario(measure: Measure, scenario: Scenario, workers: int) -> Row:
 def markdown_table(rows: list[Row]) -> str:
     lines = [
         "| engine | commit | round | scenario | requests | errors | requests/s | points/s "
-        "| p50 ms | p99 ms | server CPU | database CPU | stored |",
-        "|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+        "| p50 ms | p99 ms | server CPU | database CPU | CPU ms/request | stored |",
+        "|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for r in rows:
         db = "" if r.database_cpu_percent is None else f"{r.database_cpu_percent:.0f}%"
@@ -451,33 +456,41 @@ def markdown_table(rows: list[Row]) -> str:
             f"| {r.engine} | {r.commit} | {r.round} | {r.scenario} ({r.points_per_request}) "
             f"| {r.requests:,} | {r.errors} | {r.requests_per_s:,.0f} | {r.points_per_s:,.0f} "
             f"| {r.p50_ms:.1f} | {r.p99_ms:.1f} | {r.server_cpu_percent:.0f}% | {db} "
+            f"| {r.cpu_ms_per_request:.3f} "
             f"| {'verified' if r.verified else 'MISMATCH'} |"
         )
     return "\n".join(lines)
 
 
+def _spread(values: list[float], digits: int) -> str:
+    """The median and, in brackets, the range."""
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return f"{mid:,.{digits}f} ({low:,.{digits}f}\N{EN DASH}{high:,.{digits}f})"
+
+
 def comparison_table(rows: list[Row]) -> str:
-    """Per engine, scenario and commit: the median and range over the rounds, and the
-    change of the median against the first commit measured."""
+    """Per engine, scenario and commit: medians and ranges over the rounds, and the change
+    of the medians against the first commit measured."""
     lines = [
-        "| engine | scenario | commit | rounds | requests/s median (range) "
-        "| points/s median | change | p50 ms | p99 ms |",
-        "|---|---|---|--:|--:|--:|--:|--:|--:|",
+        "| engine | scenario | commit | rounds | requests/s | points/s | change "
+        "| CPU ms/request | change | p50 ms | p99 ms |",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     groups: dict[tuple[str, str], dict[str, list[Row]]] = {}
     for r in rows:
         groups.setdefault((r.engine, r.scenario), {}).setdefault(r.commit, []).append(r)
     for (engine, scenario), by_commit in groups.items():
-        baseline: float | None = None
+        first: tuple[float, float] | None = None
         for commit, runs in by_commit.items():
             rps = [r.requests_per_s for r in runs]
-            median = statistics.median(rps)
-            baseline = median if baseline is None else baseline
-            change = f"{100 * (median / baseline - 1):+.1f}%"
+            cpu = [r.cpu_ms_per_request for r in runs]
+            medians = statistics.median(rps), statistics.median(cpu)
+            first = first or medians
             lines.append(
-                f"| {engine} | {scenario} | {commit} | {len(runs)} "
-                f"| {median:,.0f} ({min(rps):,.0f}\N{EN DASH}{max(rps):,.0f}) "
-                f"| {statistics.median(r.points_per_s for r in runs):,.0f} | {change} "
+                f"| {engine} | {scenario} | {commit} | {len(runs)} | {_spread(rps, 0)} "
+                f"| {statistics.median(r.points_per_s for r in runs):,.0f} "
+                f"| {100 * (medians[0] / first[0] - 1):+.1f}% | {_spread(cpu, 3)} "
+                f"| {100 * (medians[1] / first[1] - 1):+.1f}% "
                 f"| {statistics.median(r.p50_ms for r in runs):.1f} "
                 f"| {statistics.median(r.p99_ms for r in runs):.1f} |"
             )
