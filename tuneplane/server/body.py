@@ -67,44 +67,71 @@ class BodyDeadline:
 
 
 class _BodyReader:
-    __slots__ = ("_deadline", "_limits", "_receive", "_state")
+    """One request's reads of its body. The deadline is one timer per request (not one per
+    read: most bodies arrive in one read, and the hot route should not pay for more); when
+    it fires during a read, that read is cancelled and answers 408."""
+
+    __slots__ = ("_expired", "_limits", "_receive", "_state", "_task", "_timer", "_waiting")
 
     def __init__(self, limits: BodyDeadline, receive: Receive) -> None:
         self._limits = limits
         self._receive = receive
-        self._deadline = 0.0
-        #: "new" (not read yet), "reading" (counted), "done".
+        #: "new" (not read yet), "reading" (counted, timer set), "done".
         self._state = "new"
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._expired = False
+        self._waiting = False
 
     async def receive(self) -> Message:
         if self._state == "done":
             return await self._receive()
-        limits = self._limits
         if self._state == "new":
-            if limits.reading >= limits.most:
-                self._state = "done"
-                raise TooManyBodies(
-                    f"server busy: {limits.most} request bodies are being read already; "
-                    "retry shortly"
-                )
-            limits.reading += 1
-            self._state = "reading"
-            self._deadline = asyncio.get_running_loop().time() + limits.timeout
+            self._start()
+        if self._expired:
+            raise self._timed_out()
+        self._waiting = True
         try:
-            async with asyncio.timeout_at(self._deadline):
-                message = await self._receive()
-        except TimeoutError:
-            self.finish()
-            raise BodyTimeout(
-                f"body: not received in full within {limits.timeout:g} s (TUNEPLANE_BODY_TIMEOUT)"
-            ) from None
+            message = await self._receive()
+        except asyncio.CancelledError:
+            # Ours only if the deadline cancelled it and nobody else did too (a shutdown).
+            if not self._expired or self._task is None or self._task.uncancel() > 0:
+                raise
+            raise self._timed_out() from None
+        finally:
+            self._waiting = False
         if message["type"] != "http.request" or not message.get("more_body", False):
             self.finish()
         return message
 
+    def _start(self) -> None:
+        limits = self._limits
+        if limits.reading >= limits.most:
+            self._state = "done"
+            raise TooManyBodies(
+                f"server busy: {limits.most} request bodies are being read already; retry shortly"
+            )
+        limits.reading += 1
+        self._state = "reading"
+        self._task = asyncio.current_task()
+        self._timer = asyncio.get_running_loop().call_later(limits.timeout, self._expire)
+
+    def _expire(self) -> None:
+        self._expired = True
+        if self._waiting and self._task is not None:
+            self._task.cancel()
+
+    def _timed_out(self) -> BodyTimeout:
+        self.finish()
+        return BodyTimeout(
+            f"body: not received in full within {self._limits.timeout:g} s (TUNEPLANE_BODY_TIMEOUT)"
+        )
+
     def finish(self) -> None:
         if self._state == "reading":
             self._limits.reading -= 1
+            if self._timer is not None:
+                self._timer.cancel()
         self._state = "done"
 
 
