@@ -16,6 +16,7 @@ from typing import Final
 
 from sqlalchemy import Engine, text
 
+from tuneplane.store.errors import StoreUnavailable
 from tuneplane.store.schema import metadata
 
 log = logging.getLogger("tuneplane.store")
@@ -63,5 +64,7 @@ class StatisticsKeeper:
         while not self._stopped.wait(self._interval):
             try:
                 self.analyze_stale()
+            except StoreUnavailable:
+                continue  # the outage is logged once, by the engine; try again later
             except Exception:
                 log.exception("analyzing tables with stale statistics failed")
