@@ -234,3 +234,30 @@ def test_a_batch_without_repeats_is_stored(api: TestClient) -> None:
     # The Arena cases above would pass for the wrong reason if the secret were refused.
     ok = f'{{"logs": [{ARENA_LOG}"step": 1}}]}}'
     assert api.post("/ingest", content=ok, headers=ARENA).status_code == 200
+
+
+# --- NUL in names -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        (f"{PROJECT}/runs/%00", "run"),
+        (f"{PROJECT}/metrics?runs=%00", "runs"),
+        (f"{RUN}/metrics?metric=a%00", "metric"),
+        (f"{RUN}/points/a%00b", "metric"),
+        (f"{RUN}/points?metric=%00&max_points=3", "metric"),
+        (f"{PROJECT}/points?metric=loss&runs=r,%00&max_points=3", "runs"),
+        (f"{RUN}/invalid?metric=%00", "metric"),
+        (f"{RUN}/logs/stream?after=0&x=%00", "x"),
+        (f"{RUN}/evaluation/%00/trials", "round_id"),
+        (f"{RUN}/evaluation/val/trials?after=%00", "after"),
+        (f"{RUN}/evaluation/val/trials/%00", "trial_id"),
+        ("/api/v1/evaluation/matched?left=demo/r/%00&right=demo/r/v", "left"),
+    ],
+)
+def test_a_nul_in_a_name_is_refused_before_the_store_sees_it(
+    api: TestClient, token: dict[str, str], query: str, field: str
+) -> None:
+    # PostgreSQL cannot compare text holding NUL: these were 500s there.
+    assert error_of(api.get(query), 422) == (field, "must not contain NUL (\\u0000) characters")

@@ -23,7 +23,13 @@ from tuneplane.contract.limits import (
     ARENA_BATCH_MAX_ITEMS,
     ARENA_EVENT_MAX_METRICS,
 )
-from tuneplane.contract.validation import STEP_RULE, finite_float, is_step, number_rule
+from tuneplane.contract.validation import (
+    NUL_RULE,
+    STEP_RULE,
+    finite_float,
+    is_step,
+    number_rule,
+)
 
 AlertLevel = Literal["info", "warn", "error"]
 ALERT_LEVELS: Final[tuple[AlertLevel, ...]] = ("info", "warn", "error")
@@ -68,10 +74,6 @@ class ArenaBatch:
     config: Config | None
     logs: tuple[ArenaLog, ...]
     alerts: tuple[ArenaAlert, ...]
-
-
-# PostgreSQL text cannot hold NUL; refusing it keeps both engines alike.
-NUL_RULE: Final = "must not contain NUL (\\u0000) characters"
 
 
 class _Checker:

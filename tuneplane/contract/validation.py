@@ -11,6 +11,8 @@ from tuneplane.contract.limits import JSON_MAX_DEPTH, STEP_MAX
 
 STEP_RULE: Final = f"must be an integer from 0 to {STEP_MAX}"
 DEPTH_RULE: Final = f"must nest at most {JSON_MAX_DEPTH} levels of objects and lists"
+# PostgreSQL text cannot hold NUL; refusing it keeps both engines alike.
+NUL_RULE: Final = "must not contain NUL (\\u0000) characters"
 
 
 def is_number(value: object) -> bool:

@@ -8,10 +8,23 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tuneplane.contract.arena import parse_arena_batch
+from tuneplane.contract.arena import (
+    ALERT_LEVELS,
+    CONFIG_NUMBER_KEYS,
+    CONFIG_STRING_KEYS,
+    parse_arena_batch,
+)
 from tuneplane.contract.errors import Unauthorized, Unavailable
 from tuneplane.contract.json_body import decode_json_body
-from tuneplane.contract.limits import ARENA_BODY_MAX_BYTES
+from tuneplane.contract.limits import (
+    ALERT_TEXT_MAX_CHARS,
+    ALERT_TITLE_MAX_CHARS,
+    ARENA_BATCH_MAX_ITEMS,
+    ARENA_BODY_MAX_BYTES,
+    ARENA_EVENT_MAX_METRICS,
+    ID_MAX_CHARS,
+    STEP_MAX,
+)
 from tuneplane.server.body import read_body
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
@@ -56,6 +69,60 @@ def _error(description: str) -> dict[str, Any]:
     }
 
 
+_ID: dict[str, Any] = {"type": "string", "pattern": f"^[A-Za-z0-9_-]{{1,{ID_MAX_CHARS}}}$"}
+_STEP: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": STEP_MAX}
+_CONFIG: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **{key: {"type": "string"} for key in CONFIG_STRING_KEYS},
+        **{key: {"type": "number", "minimum": 0} for key in CONFIG_NUMBER_KEYS},
+    },
+    "additionalProperties": False,
+}
+_IDENTITY: dict[str, Any] = {"project": _ID, "run": _ID, "run_id": _ID, "config": _CONFIG}
+#: The body's rules, as far as JSON Schema says them (one project and run per batch, and at
+#: most 128 items in all, are checked by the route).
+_BODY: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "logs": {
+            "type": "array",
+            "maxItems": ARENA_BATCH_MAX_ITEMS,
+            "items": {
+                "type": "object",
+                "required": ["project", "run", "step", "log_id", "metrics"],
+                "properties": {
+                    **_IDENTITY,
+                    "step": _STEP,
+                    "log_id": _ID,
+                    "metrics": {
+                        "type": "object",
+                        "minProperties": 1,
+                        "maxProperties": ARENA_EVENT_MAX_METRICS,
+                        "additionalProperties": {"type": "number"},
+                    },
+                },
+            },
+        },
+        "alerts": {
+            "type": "array",
+            "maxItems": ARENA_BATCH_MAX_ITEMS,
+            "items": {
+                "type": "object",
+                "required": ["project", "run", "alert_id", "title", "level"],
+                "properties": {
+                    **_IDENTITY,
+                    "alert_id": _ID,
+                    "title": {"type": "string", "minLength": 1, "maxLength": ALERT_TITLE_MAX_CHARS},
+                    "text": {"type": ["string", "null"], "maxLength": ALERT_TEXT_MAX_CHARS},
+                    "level": {"enum": list(ALERT_LEVELS)},
+                    "step": {"anyOf": [_STEP, {"type": "null"}]},
+                },
+            },
+        },
+    },
+}
+
 OPENAPI: dict[str, Any] = {
     "post": {
         "tags": ["ingest"],
@@ -70,7 +137,7 @@ OPENAPI: dict[str, Any] = {
         "security": [{"ingestSecret": []}],
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": {"type": "object"}}},
+            "content": {"application/json": {"schema": _BODY}},
         },
         "responses": {
             "200": {

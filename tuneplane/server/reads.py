@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy import Connection
 from starlette.responses import Response, StreamingResponse
 
@@ -34,12 +34,13 @@ from tuneplane.server.models import (
     RunsDownsampled,
     RunsMetrics,
 )
+from tuneplane.server.params import refuse_nul
 from tuneplane.server.responses import JSON
 from tuneplane.server.run_json import run_json
 from tuneplane.server.state import app_state
 from tuneplane.store import catalog, points
 
-router = APIRouter(prefix="/api/v1", tags=["read"])
+router = APIRouter(prefix="/api/v1", tags=["read"], dependencies=[Depends(refuse_nul)])
 
 RUN = "/projects/{project}/runs/{run}"
 
