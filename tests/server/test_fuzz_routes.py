@@ -34,7 +34,7 @@ from tests.serving import running_server
 
 SECRET = "fuzz-ingest-secret"
 #: Examples per operation and kind of data; each is sent with four credentials.
-EXAMPLES = int(os.environ.get("TUNEPLANE_FUZZ_EXAMPLES", "5"))
+EXAMPLES = int(os.environ.get("TUNEPLANE_FUZZ_EXAMPLES", "8"))
 #: Path parameters that name what the seed stored.
 KNOWN = {"project": "demo", "run": "r", "metric": "loss", "round_id": "val-1", "trial_id": "q1"}
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
