@@ -75,6 +75,14 @@ SERVE_CASES = [
         ("TUNEPLANE_BODY_TIMEOUT", raw, f"TUNEPLANE_BODY_TIMEOUT={raw!r}: {BODY_SECONDS}")
         for raw in ("nan", "0", "forever")
     ],
+    *[
+        (
+            "TUNEPLANE_DEFAULT_VISIBILITY",
+            raw,
+            f"TUNEPLANE_DEFAULT_VISIBILITY={raw!r}: must be public or private",
+        )
+        for raw in ("Public", "secret")
+    ],
 ]
 
 

@@ -63,7 +63,10 @@ def test_run_stream_pushes_new_points(tmp_path: Path) -> None:
 def test_run_stream_pushes_observations(tmp_path: Path) -> None:
     """Outcomes do not touch the run's points or status: ``last_observation_id`` is what
     changes, so a page showing the Validation tab knows to fetch again."""
-    with running_server("--data-dir", str(tmp_path), env=ENV) as base:
+    # A project the API creates is private unless the server says otherwise; the stream is
+    # watched without signing in.
+    public = {**ENV, "TUNEPLANE_DEFAULT_VISIBILITY": "public"}
+    with running_server("--data-dir", str(tmp_path), env=public) as base:
         key = (tmp_path / "admin.key").read_text().strip()
         runs = base + "/api/v1/projects/burtenshaw/runs"
         admin = {"Authorization": f"Bearer {key}"}

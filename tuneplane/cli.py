@@ -6,6 +6,7 @@ import argparse
 import gc
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from tuneplane import __version__
 from tuneplane.contract.errors import TuneplaneError
@@ -58,12 +59,14 @@ def _serve(args: argparse.Namespace) -> int:
     app.openapi()
     _tune_interpreter()
     ingest = "enabled" if settings.ingest_secret else "disabled (set TUNEPLANE_INGEST_SECRET)"
+    address = f"http://{settings.host}:{settings.port}"
     print(
-        f"tuneplane {__version__}: http://{settings.host}:{settings.port} "
+        f"tuneplane {__version__}: {address} "
         f"on {_describe(settings.database_url)}; ingestion {ingest}",
         file=sys.stderr,
         flush=True,
     )
+    _print_access_notices(app, address)
     uvicorn.run(
         app,
         host=settings.host,
@@ -74,6 +77,93 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=3,
     )
     return 0
+
+
+def _print_access_notices(app: Any, address: str) -> None:
+    from tuneplane.server.admin import public_projects_notice
+
+    state = app.state.tuneplane
+    notice = public_projects_notice(state.database)
+    if notice:
+        print(f"tuneplane: {notice}", file=sys.stderr, flush=True)
+    token = state.first_admin.token
+    if token is not None:
+        # As a notebook server prints its token: the one way in before any account exists.
+        print(
+            "tuneplane: no account yet. Create the first administrator here (one use, "
+            f"this process only):\n    {address}/welcome#{token}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from tuneplane.server.settings import Settings
+
+    return Settings.from_env(data_dir=args.data_dir, database_url=args.database_url)
+
+
+def _new_password(login: str) -> str:
+    """A password from the terminal (asked twice), or one line of stdin when piped."""
+    import getpass
+
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\n")
+    first = getpass.getpass(f"password for {login}: ")
+    if getpass.getpass("again: ") != first:
+        raise SystemExit("tuneplane: the two passwords differ; nothing changed")
+    return first
+
+
+def _user(args: argparse.Namespace) -> int:
+    from tuneplane.server import admin
+
+    settings = _settings(args)
+    action = args.user_command
+    if action == "add":
+        lines = admin.add_user(settings, args.login, _new_password(args.login), admin=args.admin)
+    elif action == "list":
+        lines = admin.list_users(settings)
+    elif action in ("disable", "enable"):
+        lines = admin.set_disabled(settings, args.login, action == "disable")
+    else:
+        lines = admin.reset_password(settings, args.login, _new_password(args.login))
+    print("\n".join(lines))
+    return 0
+
+
+def _project(args: argparse.Namespace) -> int:
+    from tuneplane.server import admin
+
+    lines = admin.set_visibility(_settings(args), args.name, args.project_command)
+    print("\n".join(lines))
+    return 0
+
+
+def _add_account_commands(commands: Any) -> None:
+    user = commands.add_parser("user", help="local accounts (on this machine's database)")
+    user_commands = user.add_subparsers(dest="user_command", required=True)
+    for name, text in (
+        ("add", "add an account (the password is asked for, or read from stdin)"),
+        ("list", "list the accounts"),
+        ("disable", "disable an account: its sessions and API keys stop at once"),
+        ("enable", "enable a disabled account"),
+        ("reset-password", "set a new password (ends the account's sessions)"),
+    ):
+        sub = user_commands.add_parser(name, help=text)
+        if name != "list":
+            sub.add_argument("login")
+        if name == "add":
+            sub.add_argument("--admin", action="store_true", help="a site administrator")
+        _add_database_options(sub)
+        sub.set_defaults(handler=_user)
+    project = commands.add_parser("project", help="a project's visibility")
+    project_commands = project.add_subparsers(dest="project_command", required=True)
+    for visibility in ("public", "private"):
+        sub = project_commands.add_parser(visibility, help=f"make a project {visibility}")
+        sub.add_argument("name")
+        _add_database_options(sub)
+        sub.set_defaults(handler=_project)
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
@@ -153,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade = db_commands.add_parser("upgrade", help="apply pending migrations")
     _add_database_options(upgrade)
     upgrade.set_defaults(handler=_db_upgrade)
+    _add_account_commands(commands)
     return parser
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 
-import httpx
 import pytest
 
 from tests.client.runs import PROJECT, Server
@@ -58,9 +57,7 @@ def test_one_request_in_flight_at_a_time_and_every_point_stored(server: Server) 
             assert pipeline.finish()
     finally:
         pipeline.close()
-    summary = httpx.get(
-        f"{server.base}/api/v1/projects/{PROJECT}/runs/pipelined/metrics/pipe/loss", timeout=10
-    ).json()
+    summary = server.get(f"/api/v1/projects/{PROJECT}/runs/pipelined/metrics/pipe/loss")
     assert (summary["count"], summary["first_step"], summary["last_step"]) == (2000, 0, 1999)
 
 

@@ -17,7 +17,9 @@ from tests.dashboard.seed_eval import seed_evaluation
 from tests.helpers import alert, log
 
 SECRET = "dashboard-secret"
-ENV = {"TUNEPLANE_INGEST_SECRET": SECRET}
+# The seeded projects are public, so the pages are read without signing in (the sign-in
+# tests make private ones of their own).
+ENV = {"TUNEPLANE_INGEST_SECRET": SECRET, "TUNEPLANE_DEFAULT_VISIBILITY": "public"}
 PROJECT = "burtenshaw"
 SDK_PROJECT = "lab"
 XSS = "<img src=x onerror=alert(1)>"
@@ -214,5 +216,12 @@ def seed(base: str, data_dir: Path) -> Seeded:
         },
     )
     token = sdk_run(base, admin_key)
+    # The Logs tab is read without signing in: the SDK project shows its logs to everyone.
+    shown = httpx.patch(
+        f"{base}/api/v1/projects/{SDK_PROJECT}/access",
+        json={"public_logs": True},
+        headers={"Authorization": f"Bearer {admin_key}"},
+    )
+    assert shown.status_code == 200, shown.text
     seed_evaluation(base, admin_key)
     return Seeded(base=base, admin_key=admin_key, token=token)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.dashboard.seed import SDK_PROJECT, XSS, Seeded, post_logs
+from tests.dashboard.seed import SDK_PROJECT, XSS, Seeded, post_logs, start_sdk_run
 
 
 def test_the_logs_tab_tails_labels_and_searches(page: Page, seeded: Seeded) -> None:
@@ -33,6 +33,22 @@ def test_the_logs_tab_tails_labels_and_searches(page: Page, seeded: Seeded) -> N
     expect(page.locator(".log-line.stderr")).to_be_hidden()
 
 
-def test_a_run_without_logs_says_so(page: Page) -> None:
-    page.goto("/projects/burtenshaw/runs/grpo-qwen-7?tab=logs")
+def test_a_run_without_logs_says_so(page: Page, seeded: Seeded) -> None:
+    start_sdk_run(seeded.base, seeded.admin_key, "no-output-yet")
+    page.goto(f"/projects/{SDK_PROJECT}/runs/no-output-yet?tab=logs")
     expect(page.locator(".log-empty")).to_contain_text("No log lines yet.")
+
+
+def test_logs_a_project_keeps_to_its_members_are_not_asked_for(page: Page) -> None:
+    """The Arena project is public, its logs are not: the tab says so and offers to sign in
+    instead of asking the server for what it would refuse."""
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.goto("/projects/burtenshaw/runs/grpo-qwen-7?tab=logs")
+    expect(page.locator(".log-empty")).to_contain_text("shows its logs to its members only")
+    link = page.locator(".log-empty a")
+    expect(link).to_have_text("Sign in")
+    expect(link).to_have_attribute(
+        "href", "/sign-in?next=%2Fprojects%2Fburtenshaw%2Fruns%2Fgrpo-qwen-7%3Ftab%3Dlogs"
+    )
+    assert not [url for url in asked if "/api/v1/" in url and "/logs" in url]

@@ -127,6 +127,9 @@ def decide(actor: Actor, action: Action, project: ProjectFacts | None = None) ->
     >>> decide(ANONYMOUS, "read-run", ProjectFacts("private", public_logs=False)).status
     404
     """
+    if action == "manage-account" and not actor.signed_in:
+        # The admin key, a share link or nobody: no account whose keys could be managed.
+        return _refuse(actor, "sign in to an account first")
     if actor.is_admin and (action in _READS or actor.can_write):
         return ALLOW
     if action not in PROJECT_ACTIONS:

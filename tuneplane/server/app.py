@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Final
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from sqlalchemy.exc import SQLAlchemyError
@@ -16,7 +17,20 @@ from starlette.responses import Response
 
 from tuneplane import __version__
 from tuneplane.contract.errors import TuneplaneError
-from tuneplane.server import evaluation, ingest, logs, pages, reads, runs, sdk_ingest, streams
+from tuneplane.server import (
+    evaluation,
+    ingest,
+    keys,
+    logs,
+    pages,
+    project_access,
+    reads,
+    runs,
+    sdk_ingest,
+    signin,
+    streams,
+)
+from tuneplane.server.access import authorize
 from tuneplane.server.auth import IngestTokenGuard
 from tuneplane.server.body import BodyDeadline
 from tuneplane.server.headers import ResponseHeaders
@@ -31,7 +45,8 @@ from tuneplane.server.responses import (
     on_validation_error,
 )
 from tuneplane.server.settings import Settings
-from tuneplane.server.state import AppState
+from tuneplane.server.state import AppState, FirstAdmin
+from tuneplane.store import accounts
 from tuneplane.store.arena import ArenaIngest
 from tuneplane.store.credentials import ensure_admin_key
 from tuneplane.store.database import Database
@@ -56,6 +71,17 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         }
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+GUARDED: Final = [Depends(authorize)]
+
+
+def _first_admin_token(database: Database) -> str | None:
+    """A one-time token for creating the first administrator, while there is no account."""
+    with database.connect() as connection:
+        if accounts.count_users(connection):
+            return None
+    return secrets.token_urlsafe(32)
 
 
 def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
@@ -90,7 +116,10 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         },
     )
     app.state.tuneplane = AppState(
-        settings=settings, database=database, arena=ArenaIngest(database)
+        settings=settings,
+        database=database,
+        arena=ArenaIngest(database),
+        first_admin=FirstAdmin(_first_admin_token(database)),
     )
     app.add_exception_handler(TuneplaneError, on_tuneplane_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
@@ -100,13 +129,20 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     app.add_exception_handler(SQLAlchemyError, on_store_failure)
     app.add_exception_handler(Exception, on_unexpected_error)
     app.router.routes.append(ingest.route)
-    app.include_router(reads.router)
-    app.include_router(logs.router)
-    app.include_router(streams.router)
-    app.include_router(evaluation.router)
-    app.include_router(runs.router)
-    app.include_router(sdk_ingest.router)
-    app.include_router(pages.router)
+    # Every route runs the guard: its rule in access.RULES decides who may call it.
+    for router in (
+        reads.router,
+        logs.router,
+        streams.router,
+        evaluation.router,
+        runs.router,
+        sdk_ingest.router,
+        signin.router,
+        keys.router,
+        project_access.router,
+        pages.router,
+    ):
+        app.include_router(router, dependencies=GUARDED)
     app.mount("/static", pages.static_files(), name="static")
     app.add_middleware(IngestTokenGuard)
     app.add_middleware(BodyDeadline, timeout=settings.body_timeout)
@@ -114,14 +150,14 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     app.add_middleware(ResponseHeaders)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
-    @app.get("/healthz", tags=["meta"])
+    @app.get("/healthz", tags=["meta"], dependencies=GUARDED)
     def healthz() -> Response:
         """Readiness: 200 once the store answers a trivial query, else 503 naming the
         store (a readinessProbe)."""
         opened.ping()
         return JSON({"status": "ok", "store": "ok", "version": __version__})
 
-    @app.get("/livez", tags=["meta"])
+    @app.get("/livez", tags=["meta"], dependencies=GUARDED)
     async def livez() -> Response:
         """Liveness: 200 while the process serves requests, whatever the store does (a
         livenessProbe: restarting the server would not bring PostgreSQL back)."""

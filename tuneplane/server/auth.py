@@ -66,17 +66,6 @@ def bearer(request: Request) -> str | None:
     return bearer_credential(request.scope["headers"])
 
 
-def require_user(request: Request) -> None:
-    """A FastAPI dependency: a valid user API key, looked up on every request, so that a
-    revoked key is refused at once."""
-    key = bearer(request)
-    if key is None:
-        raise Unauthorized("authorization: send 'Authorization: Bearer <API key>'")
-    with app_state(request).database.connect() as connection:
-        if credentials.resolve_api_key(connection, key) is None:
-            raise Unauthorized("authorization: the API key is not valid")
-
-
 async def require_ingest_token(request: Request) -> TokenScope:
     """A FastAPI dependency: the run and attempt an ingest token writes to.
 

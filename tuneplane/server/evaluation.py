@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from sqlalchemy import Connection
 from starlette.responses import Response
 
@@ -21,14 +21,13 @@ from tuneplane.evaluation.outcomes import (
     scoring_coverage,
     success_rate,
 )
-from tuneplane.server.params import refuse_nul
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import catalog, evaluation
 from tuneplane.store.evaluation import RoundState
 from tuneplane.store.observations import recent_observations
 
-router = APIRouter(prefix="/api/v1", tags=["evaluation"], dependencies=[Depends(refuse_nul)])
+router = APIRouter(prefix="/api/v1", tags=["evaluation"])
 RUN = "/projects/{project}/runs/{run}"
 
 

@@ -9,20 +9,19 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.limits import QUERY_INTEGER_MAX
 from tuneplane.server.models import LogPage
-from tuneplane.server.params import refuse_nul
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import catalog, runlogs
 from tuneplane.store.runlogs import StoredLine
 
-router = APIRouter(prefix="/api/v1", tags=["read"], dependencies=[Depends(refuse_nul)])
+router = APIRouter(prefix="/api/v1", tags=["read"])
 RUN = "/projects/{project}/runs/{run}"
 #: A line cursor, as ``next_cursor`` and ``id:`` give it.
 Cursor = Annotated[int, Query(ge=0, le=QUERY_INTEGER_MAX)]

@@ -40,6 +40,16 @@ class Transport(BaseModel):
     queue_capacity: int | None = None
 
 
+class Permissions(BaseModel):
+    """What the caller may do with the run (the guard still decides every request)."""
+
+    logs: bool
+    trajectory_bodies: bool
+    write: bool
+    share: bool
+    manage: bool
+
+
 class RunOut(BaseModel):
     project: str
     run: str
@@ -54,6 +64,7 @@ class RunOut(BaseModel):
     exit_code: int | None
     attempt: int | None
     transport: Transport
+    you: Permissions | None = None
 
 
 class MetricOut(BaseModel):

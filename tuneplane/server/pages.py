@@ -75,7 +75,14 @@ def _shell() -> bytes:
 
 
 def _page() -> Response:
-    return Response(_shell(), media_type="text/html; charset=utf-8", headers=_HEADERS)
+    return page_response()
+
+
+def page_response(status: int = 200) -> Response:
+    """The dashboard's shell (it holds no data, so a refused page may show it too)."""
+    return Response(
+        _shell(), status_code=status, media_type="text/html; charset=utf-8", headers=_HEADERS
+    )
 
 
 class StaticBundle:
@@ -182,4 +189,29 @@ def reports_page() -> Response:
 def matched_page() -> Response:
     """Matched evaluation evidence of two rounds:
     ``/matched?left=<project>/<run>/<round>&right=<project>/<run>/<round>``."""
+    return _page()
+
+
+@router.get("/sign-in")
+def sign_in_page() -> Response:
+    """Sign in with a local account: ``/sign-in?next=<address to return to>``."""
+    return _page()
+
+
+@router.get("/welcome")
+def welcome_page() -> Response:
+    """The first administrator's account, from the one-time link ``tuneplane serve``
+    printed (``/welcome#<token>``)."""
+    return _page()
+
+
+@router.get("/shared")
+def shared_page() -> Response:
+    """A share link (``/shared#tpl_…``): the run it opens, read-only."""
+    return _page()
+
+
+@router.get("/account")
+def account_page() -> Response:
+    """The signed-in user's account: personal API keys, sign out."""
     return _page()

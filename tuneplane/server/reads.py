@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from sqlalchemy import Connection
 from starlette.responses import Response, StreamingResponse
 
@@ -22,6 +22,7 @@ from tuneplane.contract.limits import (
     QUERY_INTEGER_MAX,
     STEP_MAX,
 )
+from tuneplane.server.access import caller_of, permissions
 from tuneplane.server.models import (
     AlertOut,
     Downsampled,
@@ -34,13 +35,12 @@ from tuneplane.server.models import (
     RunsDownsampled,
     RunsMetrics,
 )
-from tuneplane.server.params import refuse_nul
 from tuneplane.server.responses import JSON
 from tuneplane.server.run_json import run_json
 from tuneplane.server.state import app_state
-from tuneplane.store import catalog, points
+from tuneplane.store import access, catalog, points
 
-router = APIRouter(prefix="/api/v1", tags=["read"], dependencies=[Depends(refuse_nul)])
+router = APIRouter(prefix="/api/v1", tags=["read"])
 
 RUN = "/projects/{project}/runs/{run}"
 
@@ -55,8 +55,14 @@ RunNames = Annotated[str, Query(description="run names, comma-separated")]
 
 @router.get("/projects", response_model=list[ProjectOut])
 def list_projects(request: Request) -> Response:
+    """The projects the caller may read (a private one is absent for everyone else)."""
     with app_state(request).database.connect() as connection:
-        rows = catalog.list_projects(connection)
+        readable = access.readable_project_names(connection, caller_of(request).actor)
+        rows = [
+            row
+            for row in catalog.list_projects(connection)
+            if readable is None or row.name in readable
+        ]
     return JSON(
         [
             {
@@ -72,16 +78,26 @@ def list_projects(request: Request) -> Response:
 
 @router.get("/projects/{project}/runs", response_model=list[RunOut])
 def list_runs(request: Request, project: str) -> Response:
+    """The project's runs (for a share link, just the run it opens)."""
+    actor = caller_of(request).actor
     with app_state(request).database.connect() as connection:
         rows = catalog.list_runs(connection, project)
-    return JSON([run_json(project, row) for row in rows])
+        you = permissions(connection, actor, project)
+    return JSON(
+        [
+            {**run_json(project, row), "you": you}
+            for row in rows
+            if actor.share_run_id in (None, row.id)
+        ]
+    )
 
 
 @router.get(RUN, response_model=RunOut)
 def get_run(request: Request, project: str, run: str) -> Response:
     with app_state(request).database.connect() as connection:
         row = catalog.get_run(connection, project, run)
-    return JSON(run_json(project, row))
+        you = permissions(connection, caller_of(request).actor, project, row.id)
+    return JSON({**run_json(project, row), "you": you})
 
 
 def metric_json(summary: points.MetricSummary) -> dict[str, object]:

@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from tuneplane.contract.errors import TuneplaneError, Violation
+from tuneplane.server.pages import page_response
 from tuneplane.server.state import app_state
 from tuneplane.store.errors import classify
 
@@ -39,9 +40,18 @@ def error_response(error: TuneplaneError) -> JSON:
     return JSON(error.to_json(), status_code=error.status, headers=headers or None)
 
 
-async def on_tuneplane_error(_request: Request, exc: Exception) -> Response:
+async def on_tuneplane_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, TuneplaneError)
+    if _is_page(request):
+        # A page refused (a private project, an account page before signing in) is the
+        # dashboard's shell with the refusal's status: the page says why, from the API.
+        return page_response(exc.status)
     return error_response(exc)
+
+
+def _is_page(request: Request) -> bool:
+    route = request.scope.get("route")
+    return route is not None and getattr(route, "include_in_schema", True) is False
 
 
 def _field(location: tuple[Any, ...] | list[Any]) -> str:

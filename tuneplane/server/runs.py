@@ -1,26 +1,27 @@
-"""Creating runs and execution attempts: for signed-in users (an API key)."""
+"""Creating runs and execution attempts: for project editors and owners (an API key or a
+signed-in browser); who may is decided by the guard (``server/access.py``)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Header, Request
 from starlette.responses import Response
 
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.ids import id_problem
 from tuneplane.contract.limits import RUN_CONFIG_MAX_BYTES
 from tuneplane.contract.protocol import parse_run_create
-from tuneplane.server.auth import require_user
+from tuneplane.server.access import caller_of
 from tuneplane.server.body import read_json
 from tuneplane.server.models import AttemptOut, RunOut
 from tuneplane.server.responses import JSON
 from tuneplane.server.run_json import run_json
 from tuneplane.server.state import app_state
 from tuneplane.store import catalog, credentials
-from tuneplane.store.runs import create_or_resume
+from tuneplane.store.runs import ProjectSetup, create_or_resume
 
-router = APIRouter(prefix="/api/v1", tags=["runs"], dependencies=[Depends(require_user)])
+router = APIRouter(prefix="/api/v1", tags=["runs"])
 
 
 @router.post("/projects/{project}/runs", response_model=RunOut, status_code=201)
@@ -31,8 +32,15 @@ async def create_run(request: Request, project: str) -> Response:
     if problem:
         raise InvalidInput((Violation("project", problem),))
     wanted = parse_run_create(await read_json(request, RUN_CONFIG_MAX_BYTES + 4096))
-    database = app_state(request).database
-    created = await database.write(create_or_resume, project, wanted.run, wanted.config)
+    state = app_state(request)
+    database = state.database
+    created = await database.write(
+        create_or_resume,
+        project,
+        wanted.run,
+        wanted.config,
+        ProjectSetup(state.settings.default_visibility, caller_of(request).actor.user_id),
+    )
     with database.connect() as connection:
         row = catalog.get_run(connection, project, wanted.run)
     return JSON(run_json(project, row), status_code=201 if created else 200)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from tuneplane.contract import settings as rules
+from tuneplane.contract.access import Visibility
 from tuneplane.contract.datadir import (
     DATA_DIR,
     DATA_DIR_VARIABLES,
@@ -84,6 +85,19 @@ INGEST_URL: Final = Setting(
 )
 HOST: Final = Setting("TUNEPLANE_HOST", rules.HOST, "127.0.0.1", "Address the server listens on.")
 PORT: Final = Setting("TUNEPLANE_PORT", rules.PORT, 8000, "Port the server listens on.")
+
+
+def _visibility(raw: str) -> Visibility | None:
+    return "public" if raw == "public" else "private" if raw == "private" else None
+
+
+DEFAULT_VISIBILITY: Final[Setting[Visibility]] = Setting(
+    "TUNEPLANE_DEFAULT_VISIBILITY",
+    rules.Rule("must be public or private", _visibility),
+    "private",
+    "Visibility of a project created through the API or the SDK (projects created by the "
+    "Arena POST /ingest route are always public).",
+)
 BODY_TIMEOUT: Final = Setting(
     "TUNEPLANE_BODY_TIMEOUT",
     number("seconds", BODY_TIMEOUT_SECONDS_MAX, zero=False),
@@ -105,6 +119,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     HOST,
     PORT,
     BODY_TIMEOUT,
+    DEFAULT_VISIBILITY,
 )
 
 
@@ -118,6 +133,7 @@ class Settings:
     ingest_token_days: float = INGEST_TOKEN_DAYS_DEFAULT
     ingest_url: str | None = None
     body_timeout: float = BODY_TIMEOUT_SECONDS_DEFAULT
+    default_visibility: Visibility = "private"
 
     @classmethod
     def from_env(
@@ -144,6 +160,7 @@ class Settings:
             ingest_token_days=reader.read(INGEST_TOKEN_DAYS),
             ingest_url=reader.get(INGEST_URL),
             body_timeout=reader.read(BODY_TIMEOUT),
+            default_visibility=reader.read(DEFAULT_VISIBILITY),
         )
         reader.done()
         return settings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass, field
 
 from starlette.requests import HTTPConnection
@@ -13,6 +14,29 @@ from tuneplane.store.credentials import TokenScope
 from tuneplane.store.database import Database
 
 
+class FirstAdmin:
+    """The one-time token for creating the first administrator while no account exists
+    (``tuneplane serve`` prints it in a link, as a notebook server prints its token)."""
+
+    def __init__(self, token: str | None = None) -> None:
+        self._token = token
+
+    @property
+    def pending(self) -> bool:
+        return self._token is not None
+
+    @property
+    def token(self) -> str | None:
+        return self._token
+
+    def matches(self, candidate: str) -> bool:
+        token = self._token
+        return token is not None and hmac.compare_digest(token.encode(), candidate.encode())
+
+    def spend(self) -> None:
+        self._token = None
+
+
 @dataclass(frozen=True, slots=True)
 class AppState:
     settings: Settings
@@ -22,6 +46,7 @@ class AppState:
     #: What ingest tokens already seen resolve to, by hash (whether one may still write
     #: is checked by each write itself).
     known_tokens: dict[str, TokenScope] = field(default_factory=dict)
+    first_admin: FirstAdmin = field(default_factory=FirstAdmin)
 
 
 def app_state(connection: HTTPConnection) -> AppState:

@@ -74,11 +74,19 @@ def readable_project_names(connection: Connection, actor: Actor) -> set[str] | N
     return set(connection.execute(query).scalars())
 
 
-def _project_id(connection: Connection, project: str) -> int:
+def find_project_id(connection: Connection, project: str) -> int:
     found = connection.execute(select(projects.c.id).where(projects.c.name == project)).first()
     if found is None:
         raise NotFound(f"project: no project named {project!r}")
     return int(found.id)
+
+
+def count_public_projects(connection: Connection) -> int:
+    return int(
+        connection.execute(
+            select(func.count()).select_from(projects).where(projects.c.visibility == "public")
+        ).scalar_one()
+    )
 
 
 def set_visibility(
@@ -132,7 +140,7 @@ def set_member(
     """Add ``login`` to the project, or change their role and content permission."""
     if role not in ROLES:
         raise InvalidInput((Violation("role", f"must be one of {', '.join(ROLES)}"),))
-    project_id = _project_id(connection, project)
+    project_id = find_project_id(connection, project)
     user_id = connection.execute(select(users.c.id).where(users.c.login == login)).scalar()
     if user_id is None:
         raise InvalidInput((Violation("login", f"no account named {login!r}"),))
@@ -156,7 +164,7 @@ def set_member(
 
 
 def remove_member(connection: Connection, project: str, login: str) -> None:
-    project_id = _project_id(connection, project)
+    project_id = find_project_id(connection, project)
     user_id = connection.execute(select(users.c.id).where(users.c.login == login)).scalar()
     if user_id is None:
         raise NotFound(f"login: no account named {login!r}")
@@ -189,7 +197,7 @@ def _keep_an_owner(connection: Connection, project_id: int, leaving: int) -> Non
 
 
 def list_members(connection: Connection, project: str) -> list[Member]:
-    project_id = _project_id(connection, project)
+    project_id = find_project_id(connection, project)
     rows = connection.execute(
         select(users.c.login, memberships.c.role, memberships.c.content)
         .join(users, users.c.id == memberships.c.user_id)
@@ -273,6 +281,21 @@ def revoke_share_link(connection: Connection, project: str, link_id: int) -> Non
     ).rowcount
     if not revoked:
         raise NotFound(f"share link: no link {link_id} in project {project!r}")
+
+
+def share_link_target(connection: Connection, token: str) -> tuple[str, str, float | None] | None:
+    """The project and run a share token opens, and until when; None when it opens none."""
+    run_id = share_link_run(connection, token)
+    if run_id is None:
+        return None
+    row = connection.execute(
+        select(projects.c.name, runs.c.name, share_links.c.expires_at)
+        .select_from(share_links)
+        .join(runs, runs.c.id == share_links.c.run_id)
+        .join(projects, projects.c.id == runs.c.project_id)
+        .where(share_links.c.token_hash == hash_secret(token))
+    ).one()
+    return row[0], row[1], row[2]
 
 
 def share_link_run(connection: Connection, token: str) -> int | None:

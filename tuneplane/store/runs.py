@@ -9,8 +9,10 @@ from typing import Any
 
 from sqlalchemy import Connection, select, update
 
+from tuneplane.contract.access import Visibility
 from tuneplane.contract.errors import Conflict
 from tuneplane.contract.protocol import TERMINAL_STATUSES, StatusReport
+from tuneplane.store.access import add_owner
 from tuneplane.store.credentials import TokenScope
 from tuneplane.store.dialect import upsert
 from tuneplane.store.schema import attempts, projects, runs
@@ -65,12 +67,40 @@ def ensure_run(
     return KnownRun(run_id, stored), False
 
 
+@dataclass(frozen=True, slots=True)
+class ProjectSetup:
+    """How a project created by the run API starts: its visibility, and its owner (the
+    account that created it; None for the admin key)."""
+
+    visibility: Visibility
+    owner: int | None
+
+
 def create_or_resume(
-    connection: Connection, project: str, run: str, config: RunConfig | None
+    connection: Connection,
+    project: str,
+    run: str,
+    config: RunConfig | None,
+    setup: ProjectSetup | None = None,
 ) -> bool:
-    """Create the run unless it exists; True when it was created."""
-    _known, created = ensure_run(connection, project, run, config, time.time())
+    """Create the run unless it exists; True when it was created. A project created here
+    takes ``setup`` (without one it is public, as the Arena route makes them)."""
+    now = time.time()
+    if setup is not None:
+        _create_project(connection, project, setup, now)
+    _known, created = ensure_run(connection, project, run, config, now)
     return created
+
+
+def _create_project(connection: Connection, project: str, setup: ProjectSetup, now: float) -> None:
+    project_id = connection.execute(
+        upsert(connection, projects)
+        .values(name=project, created_at=now, visibility=setup.visibility)
+        .on_conflict_do_nothing(index_elements=[projects.c.name])
+        .returning(projects.c.id)
+    ).scalar_one_or_none()
+    if project_id is not None and setup.owner is not None:
+        add_owner(connection, project_id, setup.owner)
 
 
 def set_status(connection: Connection, scope: TokenScope, report: StatusReport) -> None:

@@ -2,6 +2,7 @@
 
 import { debug } from "./lib/debug.js";
 import { empty, mount } from "./lib/dom.js";
+import { accountPage, sharedPage, showSession, signInPage, welcomePage } from "./pages/account.js";
 import { matchedPage } from "./pages/matched.js";
 import { projectsPage } from "./pages/projects.js";
 import { reportsPage } from "./pages/reports.js";
@@ -15,6 +16,10 @@ const ROUTES = [
   [/^\/compare\/?$/, () => comparePage()],
   [/^\/reports\/?$/, () => reportsPage()],
   [/^\/matched\/?$/, () => matchedPage()],
+  [/^\/sign-in\/?$/, () => signInPage()],
+  [/^\/welcome\/?$/, () => welcomePage()],
+  [/^\/shared\/?$/, () => sharedPage()],
+  [/^\/account\/?$/, () => accountPage()],
 ];
 
 async function route() {
@@ -28,6 +33,7 @@ async function route() {
   mount(empty("No such page.", "Start from the list of projects."));
 }
 
+showSession();
 route()
   .catch((error) => {
     console.error(error);

@@ -42,6 +42,29 @@ export async function getJSON(path, { signal } = {}) {
   return response.json();
 }
 
+/**
+ * Send a JSON body (POST, PATCH, PUT, DELETE). A signed-in browser's writes carry the CSRF
+ * token the session answer gave (GET /api/v1/session); the browser adds the Origin.
+ */
+export async function sendJSON(method, path, body = null, { csrf = null } = {}) {
+  const headers = { Accept: "application/json" };
+  if (body != null) headers["Content-Type"] = "application/json";
+  if (csrf) headers["X-CSRF-Token"] = csrf;
+  const response = await fetch(path, { method, headers, body: body == null ? null : JSON.stringify(body) });
+  let answer = null;
+  try {
+    answer = await response.json();
+  } catch {
+    // not JSON: the status line says enough
+  }
+  if (!response.ok) {
+    throw new ApiError(response.status, answer?.error?.message ?? `${response.status} ${response.statusText}`);
+  }
+  return answer;
+}
+
+/** Who this browser is signed in as: {signed_in, login, is_admin, csrf_token, …}. */
+export const session = () => getJSON("/api/v1/session");
 export const projects = () => getJSON("/api/v1/projects");
 export const runs = (project) => getJSON(`${projectPath(project)}/runs`);
 export const run = (project, name) => getJSON(runPath(project, name));

@@ -12,8 +12,10 @@ export const MAX_LINES = 20000;
 const STREAMS = ["stdout", "stderr"];
 
 export class LogView {
-  constructor(ref) {
+  /** `you` is what the caller may do with the run (the run object's `you`). */
+  constructor(ref, you = null) {
     this.ref = ref;
+    this.allowed = you?.logs ?? true;
     this.lines = [];
     this.dropped = 0;
     this.queue = [];
@@ -86,6 +88,16 @@ export class LogView {
   }
 
   start() {
+    if (!this.allowed) {
+      this.status.textContent = "";
+      this.empty.textContent = "";
+      this.empty.append(
+        "This project shows its logs to its members only. ",
+        h("a", { href: `/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`, text: "Sign in" }),
+        " to read them.",
+      );
+      return;
+    }
     if (this.source) return;
     const url = `${logStreamUrl(this.ref.project, this.ref.run)}?after=${this.lastCursor}`;
     this.source = new EventSource(url);

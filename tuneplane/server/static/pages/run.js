@@ -145,7 +145,8 @@ async function chartsPage(wanted, { single }) {
   const makers = {
     validation: () => new ValidationView(refs[0]),
     events: () => new EventsView(refs[0]),
-    logs: () => new LogView(refs[0]),
+    // What the caller may do, as the first answer said (live updates do not carry it).
+    logs: () => new LogView(refs[0], found[0].you),
   };
   if (single) {
     const tabs = h("nav", { class: "tabs", role: "tablist" });

@@ -1,0 +1,344 @@
+"""Who is asking, and whether they may: the route -> action table, the actor of a request,
+and the guard every route runs.
+
+Every route of the app is in :data:`RULES` (a test walks the app's routes against it, and
+against every kind of caller); a route missing from it is refused, never served. A route's
+action is decided by :func:`tuneplane.contract.access.decide` for the project (and run) its
+path names. Credentials, in the order they are looked at:
+
+* ``Authorization: Bearer tpk_…``: an API key (an account's, or the admin key);
+* ``Authorization: Bearer tpl_…``: a share link, which opens one run;
+* the session cookie of a signed-in browser, whose writes must also carry the page's
+  origin and its CSRF token (:func:`csrf_token`);
+* nothing, or any other credential (the Arena secret): anonymous.
+
+Ingest tokens are refused on every route but their own before any of this runs
+(``server/auth.py``); the Arena secret is checked by ``POST /ingest`` itself and is nobody
+here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from fastapi import Request
+from sqlalchemy import Connection, select
+from starlette.concurrency import run_in_threadpool
+
+from tuneplane.contract.access import (
+    ANONYMOUS,
+    PROJECT_ACTIONS,
+    SESSION_PREFIX,
+    SHARE_LINK_PREFIX,
+    Action,
+    Actor,
+    decide,
+)
+from tuneplane.contract.environment import API_KEY_PREFIX
+from tuneplane.contract.errors import NotFound, TuneplaneError, Unauthorized
+from tuneplane.server.auth import bearer
+from tuneplane.server.params import refuse_nul
+from tuneplane.server.state import app_state
+from tuneplane.store import access, accounts, credentials
+from tuneplane.store.schema import projects, runs
+
+SESSION_COOKIE: Final = "tuneplane_session"
+#: A share link opened in a browser (``POST /api/v1/share-session``): reads of its run only.
+SHARE_COOKIE: Final = "tuneplane_share"
+CSRF_HEADER: Final = "x-csrf-token"
+_SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+
+#: How a route is authorized besides the actions: its own credential, or nobody at all.
+Special = Literal["ingest-token", "arena-secret", "anyone", "create-run"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    action: Action | Special
+    #: Query parameters naming ``project/run/…`` that each need ``action`` (matched views).
+    query_targets: tuple[str, ...] = ()
+
+
+_API = "/api/v1/projects/{project}"
+_RUN = _API + "/runs/{run}"
+_READ = Rule("read-run")
+
+#: Every route: (method, path template) -> rule. HEAD follows GET.
+RULES: Final[dict[tuple[str, str], Rule]] = {
+    # Meta and the API's own description.
+    ("GET", "/healthz"): Rule("anyone"),
+    ("GET", "/livez"): Rule("anyone"),
+    ("GET", "/openapi.json"): Rule("view-instance"),
+    ("GET", "/docs"): Rule("view-instance"),
+    # Writers with their own credentials.
+    ("POST", "/ingest"): Rule("arena-secret"),
+    ("POST", "/api/v1/ingest/scalars"): Rule("ingest-token"),
+    ("POST", "/api/v1/ingest/logs"): Rule("ingest-token"),
+    ("POST", "/api/v1/ingest/status"): Rule("ingest-token"),
+    ("POST", "/api/v1/ingest/observations"): Rule("ingest-token"),
+    ("POST", "/api/v1/ingest/heartbeat"): Rule("ingest-token"),
+    # Dashboard pages: the same rules as the data they show.
+    ("GET", "/"): Rule("view-instance"),
+    ("GET", "/projects/{project}"): _READ,
+    ("GET", "/projects/{project}/runs/{run}"): _READ,
+    ("GET", "/compare"): Rule("view-instance"),
+    ("GET", "/reports"): Rule("view-instance"),
+    ("GET", "/matched"): Rule("view-instance"),
+    # Reads.
+    ("GET", "/api/v1/projects"): Rule("view-instance"),
+    ("GET", _API + "/runs"): _READ,
+    ("GET", _API + "/metrics"): _READ,
+    ("GET", _API + "/points/{metric}"): _READ,
+    ("GET", _API + "/points"): _READ,
+    ("GET", _API + "/stream"): _READ,
+    ("GET", _RUN): _READ,
+    ("GET", _RUN + "/metrics"): _READ,
+    ("GET", _RUN + "/metrics/{metric}"): _READ,
+    ("GET", _RUN + "/points/{metric}"): _READ,
+    ("GET", _RUN + "/points"): _READ,
+    ("GET", _RUN + "/invalid/{metric}"): _READ,
+    ("GET", _RUN + "/invalid"): _READ,
+    ("GET", _RUN + "/alerts"): _READ,
+    ("GET", _RUN + "/export.csv"): _READ,
+    ("GET", _RUN + "/stream"): _READ,
+    ("GET", _RUN + "/observations"): _READ,
+    ("GET", _RUN + "/evaluation"): _READ,
+    ("GET", _RUN + "/evaluation/{round_id}/trials"): _READ,
+    ("GET", _RUN + "/evaluation/{round_id}/trials/{trial_id}"): _READ,
+    ("GET", "/api/v1/evaluation/matched"): Rule("read-run", query_targets=("left", "right")),
+    ("GET", _RUN + "/logs"): Rule("read-logs"),
+    ("GET", _RUN + "/logs/stream"): Rule("read-logs"),
+    # Writes by people.
+    ("POST", _API + "/runs"): Rule("create-run"),
+    ("POST", _RUN + "/attempts"): Rule("write-run"),
+    # Signing in and out, the first administrator, share links opened in a browser.
+    ("GET", "/sign-in"): Rule("view-instance"),
+    ("GET", "/welcome"): Rule("view-instance"),
+    ("GET", "/shared"): Rule("view-instance"),
+    ("GET", "/account"): Rule("manage-account"),
+    ("GET", "/api/v1/session"): Rule("view-instance"),
+    ("POST", "/api/v1/session"): Rule("anyone"),
+    ("DELETE", "/api/v1/session"): Rule("manage-account"),
+    ("POST", "/api/v1/setup"): Rule("anyone"),
+    ("POST", "/api/v1/share-session"): Rule("anyone"),
+    # A user's own API keys.
+    ("GET", "/api/v1/keys"): Rule("manage-account"),
+    ("POST", "/api/v1/keys"): Rule("manage-account"),
+    ("DELETE", "/api/v1/keys/{key_id}"): Rule("manage-account"),
+    # A project's visibility, members and share links.
+    ("GET", _API + "/access"): Rule("manage-project"),
+    ("PATCH", _API + "/access"): Rule("manage-project"),
+    ("GET", _API + "/members"): Rule("manage-project"),
+    ("PUT", _API + "/members/{login}"): Rule("manage-project"),
+    ("DELETE", _API + "/members/{login}"): Rule("manage-project"),
+    ("POST", _RUN + "/shares"): Rule("share-run"),
+    ("GET", _API + "/shares"): Rule("share-run"),
+    ("DELETE", _API + "/shares/{link_id}"): Rule("share-run"),
+}
+
+
+_CONVERTER: Final = re.compile(r":[a-z]+}")
+
+
+def rule_for(method: str, path: str) -> Rule | None:
+    """The rule of a route (its path template, converters such as ``:path`` left out)."""
+    return RULES.get(("GET" if method == "HEAD" else method, _CONVERTER.sub("}", path)))
+
+
+def csrf_token(session_token: str) -> str:
+    """The CSRF token of a session: derived from it, so nothing more is stored, and
+    useless without the cookie it belongs to."""
+    return hmac.new(session_token.encode(), b"tuneplane-csrf", hashlib.sha256).hexdigest()
+
+
+class Forbidden(TuneplaneError):
+    status = 403
+    code = "forbidden"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The actor of a request, and the session cookie it came with (for CSRF)."""
+
+    actor: Actor
+    session_token: str | None = None
+    login: str | None = None
+
+
+def resolve_caller(connection: Connection, request: Request) -> Caller:
+    credential = bearer(request)
+    if credential is not None:
+        return Caller(_bearer_actor(connection, credential))
+    token = request.cookies.get(SESSION_COOKIE)
+    if token and token.startswith(SESSION_PREFIX):
+        user = accounts.session_user(connection, token)
+        if user is not None:
+            actor = Actor("user", user_id=user.id, is_admin=user.is_admin, can_write=True)
+            return Caller(actor, session_token=token, login=user.login)
+    shared = request.cookies.get(SHARE_COOKIE)
+    if shared and shared.startswith(SHARE_LINK_PREFIX):
+        run_id = access.share_link_run(connection, shared)
+        if run_id is not None:
+            return Caller(Actor("share_link", share_run_id=run_id))
+    return Caller(ANONYMOUS)
+
+
+def _bearer_actor(connection: Connection, credential: str) -> Actor:
+    if credential.startswith(API_KEY_PREFIX):
+        holder = credentials.resolve_api_key(connection, credential)
+        if holder is None:
+            raise Unauthorized("authorization: the API key is not valid (unknown or revoked)")
+        if holder.user_id is None:
+            return Actor("admin_key", is_admin=True, can_write=True)
+        return Actor(
+            "user", user_id=holder.user_id, is_admin=holder.is_admin, can_write=holder.can_write
+        )
+    if credential.startswith(SHARE_LINK_PREFIX):
+        run_id = access.share_link_run(connection, credential)
+        if run_id is None:
+            raise Unauthorized("authorization: the share link is not valid (revoked or expired)")
+        return Actor("share_link", share_run_id=run_id)
+    # Anything else (the Arena secret, say) authorizes nothing here: the caller is
+    # anonymous, exactly as without it.
+    return ANONYMOUS
+
+
+def caller_of(request: Request) -> Caller:
+    """The caller the guard resolved for this request (anonymous before it ran)."""
+    caller: Caller = getattr(request.state, "caller", None) or Caller(ANONYMOUS)
+    return caller
+
+
+def _check_csrf(request: Request, caller: Caller) -> None:
+    """A cookie-signed write must come from our own pages: same origin, and the CSRF token
+    the page read from ``GET /api/v1/session``. API keys are not cookies and need neither."""
+    if caller.session_token is None or request.method in _SAFE_METHODS:
+        return
+    origin = request.headers.get("origin")
+    own = f"{request.url.scheme}://{request.url.netloc}"
+    if origin != own:
+        raise Forbidden(
+            f"origin: a signed-in write must come from {own}, not {origin or 'nowhere'}"
+        )
+    sent = request.headers.get(CSRF_HEADER, "")
+    if not hmac.compare_digest(sent.encode(), csrf_token(caller.session_token).encode()):
+        raise Forbidden("x-csrf-token: missing or wrong; reload the page")
+
+
+def _run_id(connection: Connection, project: str, run: str | None) -> int | None:
+    if run is None:
+        return None
+    found: int | None = connection.execute(
+        select(runs.c.id)
+        .join(projects, projects.c.id == runs.c.project_id)
+        .where(projects.c.name == project, runs.c.name == run)
+    ).scalar()
+    return found
+
+
+def require(
+    connection: Connection, actor: Actor, action: Action, project: str, run: str | None = None
+) -> None:
+    """Raise unless ``actor`` may do ``action`` on ``project`` (and ``run``). A project the
+    actor may not read is reported as missing, exactly as one that does not exist."""
+    run_id = _run_id(connection, project, run) if actor.kind == "share_link" else None
+    facts = access.project_facts(connection, actor, project, run_id)
+    if facts is None:
+        raise NotFound(f"project: no project named {project!r}")
+    decision = decide(actor, action, facts)
+    if decision.allowed:
+        return
+    if decision.status == 404:
+        raise NotFound(f"project: no project named {project!r}")
+    if decision.status == 401:
+        raise Unauthorized(f"authorization: {decision.reason}")
+    raise Forbidden(decision.reason)
+
+
+def permissions(
+    connection: Connection, actor: Actor, project: str, run_id: int | None = None
+) -> dict[str, bool]:
+    """What the caller may do with the project's runs, for a page to offer only that (the
+    guard still decides every request)."""
+    facts = access.project_facts(connection, actor, project, run_id)
+    if facts is None:
+        return dict.fromkeys(_PERMISSIONS, False)
+    return {name: decide(actor, action, facts).allowed for name, action in _PERMISSIONS.items()}
+
+
+_PERMISSIONS: Final[dict[str, Action]] = {
+    "logs": "read-logs",
+    "trajectory_bodies": "read-trajectory-body",
+    "write": "write-run",
+    "share": "share-run",
+    "manage": "manage-project",
+}
+
+
+async def authorize(request: Request) -> None:
+    """The guard, a dependency of every route: find the route's rule, resolve the caller,
+    decide. Routes with credentials of their own cost a dictionary lookup; the rest read
+    the database on a worker thread."""
+    route = request.scope.get("route")
+    path = getattr(route, "path", None)
+    rule = rule_for(request.method, path) if path is not None else None
+    if rule is None:
+        raise Forbidden(f"no access rule for {request.method} {path}: refused")
+    if rule.action in ("ingest-token", "arena-secret", "anyone"):
+        return
+    await refuse_nul(request)  # before any name is looked up
+    await run_in_threadpool(_authorize, request, rule)
+
+
+def _authorize(request: Request, rule: Rule) -> None:
+    with app_state(request).database.connect() as connection:
+        caller = resolve_caller(connection, request)
+        request.state.caller = caller
+        _check_csrf(request, caller)
+        _decide_rule(connection, request, caller.actor, rule)
+
+
+def _decide_rule(connection: Connection, request: Request, actor: Actor, rule: Rule) -> None:
+    params = request.path_params
+    if rule.action == "create-run":
+        project = params["project"]
+        if _project_exists(connection, project):
+            require(connection, actor, "write-run", project)
+        else:
+            _require_instance(actor, "create-project")
+        return
+    action: Action = rule.action  # type: ignore[assignment]
+    if rule.query_targets:
+        for name in rule.query_targets:
+            target = request.query_params.get(name, "")
+            project, _, rest = target.partition("/")
+            if project:
+                require(connection, actor, action, project, rest.partition("/")[0] or None)
+        return
+    if action in PROJECT_ACTIONS:
+        run = params.get("run")
+        if run is None and actor.kind == "share_link":
+            # A project-wide read narrowed to one run (``?runs=r1``) is a read of that run.
+            named = request.query_params.get("runs", "")
+            run = named if named and "," not in named else None
+        require(connection, actor, action, params["project"], run)
+    else:
+        _require_instance(actor, action)
+
+
+def _require_instance(actor: Actor, action: Action) -> None:
+    decision = decide(actor, action)
+    if decision.allowed:
+        return
+    if decision.status == 401:
+        raise Unauthorized(f"authorization: {decision.reason}")
+    raise Forbidden(decision.reason)
+
+
+def _project_exists(connection: Connection, project: str) -> bool:
+    found = connection.execute(select(projects.c.id).where(projects.c.name == project)).first()
+    return found is not None
