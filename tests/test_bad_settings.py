@@ -83,6 +83,15 @@ SERVE_CASES = [
         )
         for raw in ("Public", "secret")
     ],
+    *[
+        (
+            "TUNEPLANE_FRAME_ANCESTORS",
+            raw,
+            f"TUNEPLANE_FRAME_ANCESTORS={raw!r}: must be 'none', 'self' or origins such as "
+            "https://huggingface.co, space-separated",
+        )
+        for raw in ("*", "'none' 'self'", "javascript:alert(1)")
+    ],
 ]
 
 

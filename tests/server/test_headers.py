@@ -72,3 +72,28 @@ def test_the_probes_are_documented_and_say_what_they_check(app_client: TestClien
     docs = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
     assert "readinessProbe" in docs
     assert "livenessProbe" in docs
+
+
+def _framing(answer: object) -> list[str]:
+    policies = answer.headers.get_list("content-security-policy")  # type: ignore[attr-defined]
+    return [p for p in policies if "frame-ancestors" in p]
+
+
+def test_every_answer_says_who_may_frame_it(app_client: TestClient) -> None:
+    for path in ("/", "/docs", "/api/v1/projects", "/static/app.js", "/api/v1/projects/x/runs"):
+        answer = app_client.get(path)
+        assert _framing(answer) == ["frame-ancestors 'self'"], path
+    page = app_client.get("/")
+    # The page's own policy leaves framing to that one (two policies are both enforced).
+    own = [p for p in page.headers.get_list("content-security-policy") if "default-src" in p]
+    assert len(own) == 1
+    assert "frame-ancestors" not in own[0]
+    assert page.headers["referrer-policy"] == "no-referrer"
+
+
+def test_an_embedding_site_is_named_by_a_setting(tmp_path: Path) -> None:
+    settings = Settings.from_env(
+        {"TUNEPLANE_FRAME_ANCESTORS": "'self' https://huggingface.co"}, data_dir=str(tmp_path)
+    )
+    with TestClient(create_app(settings)) as client:
+        assert _framing(client.get("/")) == ["frame-ancestors 'self' https://huggingface.co"]

@@ -112,3 +112,5 @@ SIGN_IN_FAILURES_MAX: Final = 10
 SIGN_IN_WINDOW_SECONDS: Final = 900
 #: Longest a share link may be made to last (a link without expiry lasts until revoked).
 SHARE_LINK_DAYS_MAX: Final = 365
+#: Ids of rows in 32-bit integer columns (API keys, share links): a larger one names nothing.
+ROW_ID_MAX: Final = 2**31 - 1

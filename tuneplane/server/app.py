@@ -147,7 +147,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     app.add_middleware(IngestTokenGuard)
     app.add_middleware(BodyDeadline, timeout=settings.body_timeout)
     # Added last, so outermost: the guard's refusals carry the headers too.
-    app.add_middleware(ResponseHeaders)
+    app.add_middleware(ResponseHeaders, frame_ancestors=settings.frame_ancestors)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
     @app.get("/healthz", tags=["meta"], dependencies=GUARDED)

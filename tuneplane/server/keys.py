@@ -10,7 +10,7 @@ from starlette.responses import Response
 from tuneplane.contract.access import KEY_SCOPES
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.ids import id_problem
-from tuneplane.contract.limits import QUERY_INTEGER_MAX
+from tuneplane.contract.limits import ROW_ID_MAX
 from tuneplane.server.access import caller_of
 from tuneplane.server.body import read_json
 from tuneplane.server.responses import JSON
@@ -20,7 +20,7 @@ from tuneplane.store import credentials
 router = APIRouter(prefix="/api/v1/keys", tags=["access"])
 
 _BODY_MAX: Final = 4096
-RowId = Annotated[int, Path(ge=1, le=QUERY_INTEGER_MAX)]
+RowId = Annotated[int, Path(ge=1, le=ROW_ID_MAX)]
 
 
 def _user_id(request: Request) -> int:

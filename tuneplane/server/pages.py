@@ -23,16 +23,19 @@ from starlette.types import Receive, Scope, Send
 STATIC_DIR: Final = Path(__file__).parent / "static"
 
 #: Defence in depth behind text-only rendering: no inline script, nothing from elsewhere.
+#: Who may frame a page is said by a policy of its own on every answer (headers.py).
 CONTENT_SECURITY_POLICY: Final = (
     "default-src 'self'; script-src 'self'; style-src 'self'; "
     "img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; "
-    "base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    "base-uri 'none'; form-action 'self'"
 )
 
 _HEADERS: Final = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
+    # Share-link tokens travel in an address's fragment, which is never sent as a referrer;
+    # no-referrer keeps every other address of the dashboard (project and run names) in too.
+    "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
 

@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from tuneplane.contract.access import ROLES, VISIBILITIES
 from tuneplane.contract.errors import InvalidInput, Violation
-from tuneplane.contract.limits import QUERY_INTEGER_MAX, SHARE_LINK_DAYS_MAX
+from tuneplane.contract.limits import ROW_ID_MAX, SHARE_LINK_DAYS_MAX
 from tuneplane.server.access import caller_of
 from tuneplane.server.body import read_json
 from tuneplane.server.responses import JSON
@@ -21,7 +21,7 @@ from tuneplane.store import access, catalog
 router = APIRouter(prefix="/api/v1/projects/{project}", tags=["access"])
 
 _BODY_MAX: Final = 4096
-RowId = Annotated[int, Path(ge=1, le=QUERY_INTEGER_MAX)]
+RowId = Annotated[int, Path(ge=1, le=ROW_ID_MAX)]
 
 
 def _object(body: Any) -> dict[str, Any]:

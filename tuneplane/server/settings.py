@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,28 @@ DEFAULT_VISIBILITY: Final[Setting[Visibility]] = Setting(
     "Visibility of a project created through the API or the SDK (projects created by the "
     "Arena POST /ingest route are always public).",
 )
+_FRAME_SOURCE: Final = re.compile(r"'self'|'none'|https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?", re.ASCII)
+
+
+def _frame_ancestors(raw: str) -> str | None:
+    sources = raw.split()
+    if not sources or not all(_FRAME_SOURCE.fullmatch(source) for source in sources):
+        return None
+    if "'none'" in sources and len(sources) > 1:
+        return None
+    return " ".join(sources)
+
+
+FRAME_ANCESTORS: Final = Setting(
+    "TUNEPLANE_FRAME_ANCESTORS",
+    rules.Rule(
+        "must be 'none', 'self' or origins such as https://huggingface.co, space-separated",
+        _frame_ancestors,
+    ),
+    "'self'",
+    "Who may show the dashboard in a frame (Content-Security-Policy frame-ancestors): a "
+    "dashboard embedded in another site, as a hosted Space is, lists that site's origin.",
+)
 BODY_TIMEOUT: Final = Setting(
     "TUNEPLANE_BODY_TIMEOUT",
     number("seconds", BODY_TIMEOUT_SECONDS_MAX, zero=False),
@@ -120,6 +143,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     PORT,
     BODY_TIMEOUT,
     DEFAULT_VISIBILITY,
+    FRAME_ANCESTORS,
 )
 
 
@@ -134,6 +158,7 @@ class Settings:
     ingest_url: str | None = None
     body_timeout: float = BODY_TIMEOUT_SECONDS_DEFAULT
     default_visibility: Visibility = "private"
+    frame_ancestors: str = "'self'"
 
     @classmethod
     def from_env(
@@ -161,6 +186,7 @@ class Settings:
             ingest_url=reader.get(INGEST_URL),
             body_timeout=reader.read(BODY_TIMEOUT),
             default_visibility=reader.read(DEFAULT_VISIBILITY),
+            frame_ancestors=reader.read(FRAME_ANCESTORS),
         )
         reader.done()
         return settings
