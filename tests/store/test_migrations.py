@@ -72,3 +72,19 @@ def test_points_stored_before_blocks_are_converted_on_upgrade(tmp_path: Path) ->
     assert sum(bucket.count for bucket in chart.buckets) == len(rows)
     assert "points" not in tables
     database.close()
+
+
+def test_projects_from_before_access_become_public_on_upgrade(tmp_path: Path) -> None:
+    """An existing dashboard keeps serving what it served: old projects are public."""
+    database = Database(f"sqlite:///{tmp_path / 'old.db'}")
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with database.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0005")
+        connection.execute(text("INSERT INTO projects (id, name, created_at) VALUES (1, 'p', 0)"))
+    database.migrate()
+    with database.connect() as connection:
+        found = connection.execute(text("SELECT visibility, public_logs FROM projects")).all()
+    database.close()
+    assert [tuple(row) for row in found] == [("public", False)]
