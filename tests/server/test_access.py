@@ -388,3 +388,19 @@ def test_a_disabled_account_loses_its_keys_and_sessions_at_once(
     assert client.get(_R, headers=callers["viewer"]).status_code == 200
     world.client.app.state.tuneplane.database.run_write(accounts.set_disabled, "viewer", True)  # type: ignore[attr-defined]
     assert client.get(_R, headers=callers["viewer"]).status_code == 401
+
+
+def test_another_site_cannot_sign_a_browser_in(world: World) -> None:
+    body = {"login": "viewer", "password": PASSWORD}
+    no_auth = {"Authorization": ""}
+    evil = world.client.post(
+        "/api/v1/session", json=body, headers={**no_auth, "Origin": "http://evil.example"}
+    )
+    assert evil.status_code == 403
+    assert "origin" in evil.json()["error"]["message"]
+    assert "set-cookie" not in evil.headers
+    own = world.client.post(
+        "/api/v1/session", json=body, headers={**no_auth, "Origin": "http://testserver"}
+    )
+    assert own.status_code == 200
+    world.client.cookies.clear()

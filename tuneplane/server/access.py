@@ -53,7 +53,7 @@ CSRF_HEADER: Final = "x-csrf-token"
 _SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
 #: How a route is authorized besides the actions: its own credential, or nobody at all.
-Special = Literal["ingest-token", "arena-secret", "anyone", "create-run"]
+Special = Literal["ingest-token", "arena-secret", "anyone", "create-run", "sign-in"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +121,10 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("GET", "/shared"): Rule("view-instance"),
     ("GET", "/account"): Rule("manage-account"),
     ("GET", "/api/v1/session"): Rule("view-instance"),
-    ("POST", "/api/v1/session"): Rule("anyone"),
+    ("POST", "/api/v1/session"): Rule("sign-in"),
     ("DELETE", "/api/v1/session"): Rule("manage-account"),
-    ("POST", "/api/v1/setup"): Rule("anyone"),
-    ("POST", "/api/v1/share-session"): Rule("anyone"),
+    ("POST", "/api/v1/setup"): Rule("sign-in"),
+    ("POST", "/api/v1/share-session"): Rule("sign-in"),
     # A user's own API keys.
     ("GET", "/api/v1/keys"): Rule("manage-account"),
     ("POST", "/api/v1/keys"): Rule("manage-account"),
@@ -218,12 +218,7 @@ def _check_csrf(request: Request, caller: Caller) -> None:
     the page read from ``GET /api/v1/session``. API keys are not cookies and need neither."""
     if caller.session_token is None or request.method in _SAFE_METHODS:
         return
-    origin = request.headers.get("origin")
-    own = f"{request.url.scheme}://{request.url.netloc}"
-    if origin != own:
-        raise Forbidden(
-            f"origin: a signed-in write must come from {own}, not {origin or 'nowhere'}"
-        )
+    _check_origin(request, required=True)
     sent = request.headers.get(CSRF_HEADER, "")
     if not hmac.compare_digest(sent.encode(), csrf_token(caller.session_token).encode()):
         raise Forbidden("x-csrf-token: missing or wrong; reload the page")
@@ -232,6 +227,17 @@ def _check_csrf(request: Request, caller: Caller) -> None:
 def _run_id(connection: Connection, project: str, run: str | None) -> int | None:
     if run is None:
         return None
+def _check_origin(request: Request, *, required: bool = False) -> None:
+    """The request comes from a page of this server (a browser names the page's origin on
+    every write; scripts send none, which is fine where ``required`` is false)."""
+    origin = request.headers.get("origin")
+    if origin is None and not required:
+        return
+    own = f"{request.url.scheme}://{request.url.netloc}"
+    if origin != own:
+        raise Forbidden(f"origin: must be this server's own, {own}, not {origin or 'none'}")
+
+
     found: int | None = connection.execute(
         select(runs.c.id)
         .join(projects, projects.c.id == runs.c.project_id)
@@ -293,6 +299,9 @@ async def authorize(request: Request) -> None:
     await refuse_nul(request)  # before any name is looked up
     await run_in_threadpool(_authorize, request, rule)
 
+    if rule.action == "sign-in":
+        _check_origin(request)  # another site must not sign a browser in (login CSRF)
+        return
 
 def _authorize(request: Request, rule: Rule) -> None:
     with app_state(request).database.connect() as connection:
