@@ -125,3 +125,36 @@ def test_projects_from_before_accounts_stay_public_and_serve_says_so(tmp_path: P
     unknown = tuneplane(data, "project", "public", "nothing")
     assert unknown.returncode == 2
     assert "no project named 'nothing'" in unknown.stderr
+
+
+def test_a_personal_key_runs_a_job_into_a_project_only_its_owner_sees(tmp_path: Path) -> None:
+    from tests.client.runs import tuneplane_run
+
+    data = tmp_path / "data"
+    assert tuneplane(data, "user", "add", "ada", stdin=PASSWORD + "\n").returncode == 0
+    with running_server("--data-dir", str(data)) as base:
+        signed = sign_in(base, "ada")
+        cookies = {"tuneplane_session": signed.cookies["tuneplane_session"]}
+        made = httpx.post(
+            f"{base}/api/v1/keys",
+            json={"name": "cluster", "scope": "write"},
+            cookies=cookies,
+            headers={"Origin": base, "X-CSRF-Token": signed.json()["csrf_token"]},
+        )
+        assert made.status_code == 201, made.text
+        key = made.json()["key"]
+        # The runner takes the personal key as it takes the admin key; no admin.key here.
+        done = tuneplane_run(
+            base, tmp_path / "elsewhere", "keyed", "20", "0", TUNEPLANE_API_KEY=key
+        )
+        assert done.returncode == 0, done.stderr.decode(errors="replace")
+        mine = httpx.get(
+            f"{base}/api/v1/projects/e2e/runs/keyed", headers={"Authorization": f"Bearer {key}"}
+        )
+        assert mine.status_code == 200
+        assert mine.json()["status"] == "succeeded"
+        assert mine.json()["you"] == {
+            "logs": True, "trajectory_bodies": True, "write": True, "share": True, "manage": True,
+        }  # fmt: skip
+        assert httpx.get(f"{base}/api/v1/projects/e2e/runs/keyed").status_code == 404
+        assert httpx.get(f"{base}/api/v1/projects").json() == []
