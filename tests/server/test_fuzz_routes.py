@@ -4,8 +4,8 @@ process on each engine: no request, however malformed and whoever sends it, gets
 Schemathesis derives requests from ``/openapi.json`` (the hand-documented ``POST /ingest``
 included): data that fits the description, data that breaks it, and the same with the path
 naming a project, run, metric, round and trial that exist, so the routes get past their
-404s. Every request is sent four times: with no credential, the Arena ingest secret, a user
-API key (the admin key) and a current ingest token of the seeded run. Routes that take a
+404s. Every request is sent five times: with no credential, the Arena ingest secret, a user
+API key (the admin key), a current ingest token of the seeded run and a share link to it. Routes that take a
 body are also sent hostile JSON: repeated keys, NaN literals, deep nesting, huge numbers.
 
 The number of examples is bounded so the test takes well under a minute on two cores.
@@ -33,7 +33,7 @@ from schemathesis import GenerationMode
 from tests.serving import running_server
 
 SECRET = "fuzz-ingest-secret"
-#: Examples per operation and kind of data; each is sent with four credentials.
+#: Examples per operation and kind of data; each is sent with five credentials.
 EXAMPLES = int(os.environ.get("TUNEPLANE_FUZZ_EXAMPLES", "8"))
 #: Path parameters that name what the seed stored.
 KNOWN = {"project": "demo", "run": "r", "metric": "loss", "round_id": "val-1", "trial_id": "q1"}
@@ -47,11 +47,18 @@ class Target:
     http: httpx.Client
     admin: str
     token: str = ""
+    share: str = ""
     failures: list[str] = field(default_factory=list)
     sent: int = 0
 
     def credentials(self) -> list[str | None]:
-        return [None, f"Bearer {SECRET}", f"Bearer {self.admin}", f"Bearer {self.token}"]
+        return [
+            None,
+            f"Bearer {SECRET}",
+            f"Bearer {self.admin}",
+            f"Bearer {self.token}",
+            f"Bearer {self.share}",
+        ]
 
     def new_token(self) -> None:
         """A current ingest token: another route may have started a newer attempt."""
@@ -186,6 +193,9 @@ def _seed(target: Target) -> None:
         "/api/v1/projects/demo/runs", json={"run": "r", "config": {"lr": 0.1}}, headers=admin
     )
     assert created.status_code == 201, created.text
+    shared = target.http.post("/api/v1/projects/demo/runs/r/shares", json={}, headers=admin)
+    assert shared.status_code == 201, shared.text
+    target.share = shared.json()["url"].partition("#")[2]
     target.new_token()
     token = {"Authorization": f"Bearer {target.token}"}
     writes = {
