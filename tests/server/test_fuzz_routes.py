@@ -5,8 +5,9 @@ Schemathesis derives requests from ``/openapi.json`` (the hand-documented ``POST
 included): data that fits the description, data that breaks it, and the same with the path
 naming a project, run, metric, round and trial that exist, so the routes get past their
 404s. Every request is sent five times: with no credential, the Arena ingest secret, a user
-API key (the admin key), a current ingest token of the seeded run and a share link to it. Routes that take a
-body are also sent hostile JSON: repeated keys, NaN literals, deep nesting, huge numbers.
+API key (the admin key), a current ingest token of the seeded run and a share link to it.
+Routes that take a body are also sent hostile JSON: repeated keys, NaN literals, deep
+nesting, huge numbers.
 
 The number of examples is bounded so the test takes well under a minute on two cores.
 """
