@@ -28,7 +28,7 @@ A private project the actor may not read answers 404, never 403, so its name doe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 Action = Literal[
     "view-instance",
@@ -42,18 +42,7 @@ Action = Literal[
     "manage-account",
     "administer",
 ]
-ACTIONS: Final[tuple[Action, ...]] = (
-    "view-instance",
-    "read-run",
-    "read-logs",
-    "read-trajectory-body",
-    "write-run",
-    "share-run",
-    "manage-project",
-    "create-project",
-    "manage-account",
-    "administer",
-)
+ACTIONS: Final[tuple[Action, ...]] = get_args(Action)
 #: Actions about one project: the route names it, and the answer depends on it.
 PROJECT_ACTIONS: Final = frozenset(
     {"read-run", "read-logs", "read-trajectory-body", "write-run", "share-run", "manage-project"}
@@ -61,12 +50,12 @@ PROJECT_ACTIONS: Final = frozenset(
 _READS: Final = frozenset({"view-instance", "read-run", "read-logs", "read-trajectory-body"})
 
 Role = Literal["owner", "editor", "viewer"]
-ROLES: Final[tuple[Role, ...]] = ("owner", "editor", "viewer")
+ROLES: Final[tuple[Role, ...]] = get_args(Role)
 Visibility = Literal["public", "private"]
-VISIBILITIES: Final[tuple[Visibility, ...]] = ("public", "private")
+VISIBILITIES: Final[tuple[Visibility, ...]] = get_args(Visibility)
 #: A personal API key reads, or reads and writes.
 KeyScope = Literal["read", "write"]
-KEY_SCOPES: Final[tuple[KeyScope, ...]] = ("read", "write")
+KEY_SCOPES: Final[tuple[KeyScope, ...]] = get_args(KeyScope)
 _WRITERS: Final = frozenset({"owner", "editor"})
 
 #: Prefixes of the session cookie and of share-link tokens (API keys and ingest tokens have
