@@ -224,9 +224,6 @@ def _check_csrf(request: Request, caller: Caller) -> None:
         raise Forbidden("x-csrf-token: missing or wrong; reload the page")
 
 
-def _run_id(connection: Connection, project: str, run: str | None) -> int | None:
-    if run is None:
-        return None
 def _check_origin(request: Request, *, required: bool = False) -> None:
     """The request comes from a page of this server (a browser names the page's origin on
     every write; scripts send none, which is fine where ``required`` is false)."""
@@ -238,6 +235,9 @@ def _check_origin(request: Request, *, required: bool = False) -> None:
         raise Forbidden(f"origin: must be this server's own, {own}, not {origin or 'none'}")
 
 
+def _run_id(connection: Connection, project: str, run: str | None) -> int | None:
+    if run is None:
+        return None
     found: int | None = connection.execute(
         select(runs.c.id)
         .join(projects, projects.c.id == runs.c.project_id)
@@ -296,12 +296,12 @@ async def authorize(request: Request) -> None:
         raise Forbidden(f"no access rule for {request.method} {path}: refused")
     if rule.action in ("ingest-token", "arena-secret", "anyone"):
         return
-    await refuse_nul(request)  # before any name is looked up
-    await run_in_threadpool(_authorize, request, rule)
-
     if rule.action == "sign-in":
         _check_origin(request)  # another site must not sign a browser in (login CSRF)
         return
+    await refuse_nul(request)  # before any name is looked up
+    await run_in_threadpool(_authorize, request, rule)
+
 
 def _authorize(request: Request, rule: Rule) -> None:
     with app_state(request).database.connect() as connection:
