@@ -85,6 +85,9 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("GET", "/"): Rule("view-instance"),
     ("GET", "/projects/{project}"): _READ,
     ("GET", "/projects/{project}/runs/{run}"): _READ,
+    # Owners and editors: editors manage share links there; the page asks the API for the
+    # rest (visibility and members answer owners only) and shows what it is given.
+    ("GET", "/projects/{project}/access"): Rule("share-run"),
     ("GET", "/compare"): Rule("view-instance"),
     ("GET", "/reports"): Rule("view-instance"),
     ("GET", "/matched"): Rule("view-instance"),

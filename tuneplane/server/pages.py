@@ -169,6 +169,13 @@ def runs_page(project: str) -> Response:
     return _page()
 
 
+@router.get("/projects/{project}/access")
+def access_page(project: str) -> Response:
+    """Who may see the project: visibility and public logs, members (owners), share links
+    (owners and editors)."""
+    return _page()
+
+
 @router.get("/projects/{project}/runs/{run}")
 def run_page(project: str, run: str) -> Response:
     """One run: every metric charted, live; Validation, Events and Logs tabs

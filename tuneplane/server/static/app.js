@@ -2,6 +2,7 @@
 
 import { debug } from "./lib/debug.js";
 import { empty, mount } from "./lib/dom.js";
+import { accessPage } from "./pages/access.js";
 import { accountPage, sharedPage, showSession, signInPage, welcomePage } from "./pages/account.js";
 import { matchedPage } from "./pages/matched.js";
 import { projectsPage } from "./pages/projects.js";
@@ -12,6 +13,7 @@ import { runsPage } from "./pages/runs.js";
 const ROUTES = [
   [/^\/$/, () => projectsPage()],
   [/^\/projects\/([^/]+)\/?$/, (project) => runsPage(project)],
+  [/^\/projects\/([^/]+)\/access\/?$/, (project) => accessPage(project)],
   [/^\/projects\/([^/]+)\/runs\/([^/]+)\/?$/, (project, run) => runPage(project, run)],
   [/^\/compare\/?$/, () => comparePage()],
   [/^\/reports\/?$/, () => reportsPage()],

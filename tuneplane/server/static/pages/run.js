@@ -13,6 +13,7 @@ import { listParam, readView, writeView } from "../lib/url.js";
 import { ValidationView } from "../evaluation/validation.js";
 import { EventsView } from "../events/eventsview.js";
 import { LogView } from "../logs/logview.js";
+import { sharePanel } from "./access.js";
 import { chartControls } from "./controls.js";
 import { alertStrip, compareHeader, runHeader, updateCompareRow } from "./runheader.js";
 
@@ -88,6 +89,9 @@ async function chartsPage(wanted, { single }) {
   debug.page = single ? "run" : "compare";
 
   const head = h("div");
+  // "Share" for callers who may (the first answer's `you`: live updates do not carry it).
+  const share = single && found[0].you?.share ? sharePanel(refs[0].project, refs[0].run) : null;
+  const header = () => runHeader(runs.get(refs[0].key), share?.toggle);
   const strip = h("div");
   const removeHref = (ref) => removeRun(refs, ref);
   // The header changes with every live update: it is changed in place, and in a comparison
@@ -95,8 +99,8 @@ async function chartsPage(wanted, { single }) {
   const renderHead = (ref = null) => {
     const row = ref && !single ? head.querySelector("tbody")?.rows[refs.indexOf(ref)] : null;
     if (row) updateCompareRow(row, runs.get(ref.key));
-    else if (head.firstChild) morph(head.firstChild, single ? runHeader(runs.get(refs[0].key)) : compareHeader(refs, runs, removeHref));
-    else head.append(single ? runHeader(runs.get(refs[0].key)) : compareHeader(refs, runs, removeHref));
+    else if (head.firstChild) morph(head.firstChild, single ? header() : compareHeader(refs, runs, removeHref));
+    else head.append(single ? header() : compareHeader(refs, runs, removeHref));
   };
   renderHead();
 
@@ -133,6 +137,7 @@ async function chartsPage(wanted, { single }) {
 
   const parts = [
     head,
+    share?.el,
     missing.length
       ? h("p", { class: "notice", text: `Not found: ${missing.map((r) => `${r.project}/${r.run}`).join(", ")}.` })
       : null,

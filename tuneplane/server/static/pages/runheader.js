@@ -10,7 +10,8 @@ function fact(label, ...value) {
   return h("div", { class: "fact" }, h("dt", { text: label }), h("dd", {}, ...value));
 }
 
-export function runHeader(run) {
+/** `onShare`: opens the run's share panel, for callers who may share it (else no button). */
+export function runHeader(run, onShare = null) {
   const reports = api.page.reports(run.project, [run.run]);
   return h(
     "div",
@@ -33,6 +34,7 @@ export function runHeader(run) {
       { class: "actions" },
       h("a", { class: "button secondary", href: api.csvUrl(run.project, run.run), download: true, text: "Download CSV" }),
       h("a", { class: "button secondary", href: reports, text: "Reports" }),
+      onShare ? h("button", { type: "button", class: "button secondary share-button", text: "Share", onclick: onShare }) : null,
     ),
   );
 }

@@ -6,6 +6,7 @@ import { crumbs, debounce, empty, h, mount } from "../lib/dom.js";
 import { fmtAgo, fmtInt, fmtTime } from "../lib/format.js";
 import { configChips, healthBadge, runSearchText, statusBadge } from "../lib/runinfo.js";
 import { withParam } from "../lib/url.js";
+import { accessHref } from "./access.js";
 
 /** How often the projects and runs tables fetch themselves again. */
 export const REFRESH_MS = 5000;
@@ -63,12 +64,21 @@ export async function runsPage(project) {
     }, 120),
   );
 
+  // Owners manage the project's access; editors its share links (the page shows each
+  // only what the API lets them do).
+  const you = runs[0]?.you;
+  const title = h(
+    "div",
+    { class: "title-line project-title" },
+    h("h1", { text: project }),
+    you?.manage || you?.share ? h("a", { class: "button secondary access-link", href: accessHref(project), text: "Access" }) : null,
+  );
   if (!runs.length) {
-    mount(h("h1", { text: project }), empty("This project has no runs yet."));
+    mount(title, empty("This project has no runs yet."));
     return;
   }
   mount(
-    h("h1", { text: project }),
+    title,
     h("div", { class: "toolbar" }, filter, count, h("span", { class: "spacer" }), reports, compare),
     h(
       "table",
