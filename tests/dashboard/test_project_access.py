@@ -126,6 +126,12 @@ def test_an_owner_makes_a_project_private_and_adds_a_viewer_who_cannot_manage_it
     expect(members.locator(f'tr[data-login="{VIEWER}"]')).to_be_visible()
     expect(members.get_by_label(f"role of {VIEWER}")).to_have_value("viewer")
     expect(members.locator(".form-error")).to_be_hidden()
+    members.get_by_label(f"content permission of {VIEWER}").check()
+    owner.get_by_label("public logs").check()
+    expect(members.get_by_label(f"content permission of {VIEWER}")).to_be_checked()
+    listed = {m["login"]: m for m in server.api("GET", "/projects/lab/members").json()}
+    assert listed[VIEWER] == {"login": VIEWER, "role": "viewer", "content": True}
+    assert server.api("GET", "/projects/lab/access").json()["public_logs"] is True
 
     viewer = _open(browser, server, browsers, VIEWER)
     viewer.goto("/projects/lab")
@@ -200,3 +206,9 @@ def test_the_last_owner_cannot_be_demoted_and_the_page_says_why(
     assert server.api("GET", "/projects/solo/members").json() == [
         {"login": OWNER, "role": "owner", "content": False}
     ]
+    # Going public, confirmed (the box stays unticked until then).
+    owner.get_by_label("public", exact=True).click()
+    owner.locator(".confirm").get_by_role("button", name="Make public").click()
+    expect(owner.locator(".access-state")).to_contain_text("Public")
+    expect(owner.get_by_label("public", exact=True)).to_be_checked()
+    assert server.api("GET", "/projects/solo/access").json()["visibility"] == "public"
