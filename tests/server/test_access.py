@@ -215,6 +215,7 @@ PRIVATE_REQUESTS: list[tuple[str, str, Any]] = [
     ("PUT", _S + "/members/outsider", {"role": "viewer"}),
     ("POST", _R + "/shares", {}),
     ("GET", _S + "/shares", None),
+    ("GET", f"/projects/{SECRET_PROJECT}/access", None),
 ]
 READS = {
     (m, p)
@@ -226,6 +227,7 @@ RUN_LEVEL_READS = {(m, p) for m, p in READS if "/runs/r1" in p or "runs=r1" in p
     ("GET", _S + "/runs")
 }
 EDITOR_WRITES = {
+    ("GET", f"/projects/{SECRET_PROJECT}/access"),  # the page: editors manage share links there
     ("POST", _S + "/runs"),
     ("POST", _R + "/attempts"),
     ("POST", _R + "/shares"),

@@ -1,6 +1,6 @@
 """Who may do what: the actions, the roles and the one function that decides.
 
-Every route names exactly one action (``server/access_rules.py``); :func:`decide` answers it
+Every route names exactly one action (``RULES`` in ``server/access.py``); :func:`decide` answers it
 for an actor and, where the action concerns one, a project. Pure: the server gathers the
 facts (who is asking, how the project is set up, their membership) and shows the answer.
 
