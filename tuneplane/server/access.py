@@ -128,6 +128,9 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("DELETE", "/api/v1/session"): Rule("manage-account"),
     ("POST", "/api/v1/setup"): Rule("sign-in"),
     ("POST", "/api/v1/share-session"): Rule("sign-in"),
+    # Single sign-on: before any sign-in; the flow cookie and its state stand for the caller.
+    ("GET", "/sign-in/oidc"): Rule("anyone"),
+    ("GET", "/sign-in/oidc/callback"): Rule("anyone"),
     # A user's own API keys.
     ("GET", "/api/v1/keys"): Rule("manage-account"),
     ("POST", "/api/v1/keys"): Rule("manage-account"),

@@ -22,6 +22,7 @@ from tuneplane.server import (
     ingest,
     keys,
     logs,
+    oidc,
     pages,
     project_access,
     reads,
@@ -140,6 +141,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         signin.router,
         keys.router,
         project_access.router,
+        oidc.router,
         pages.router,
     ):
         app.include_router(router, dependencies=GUARDED)

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
+from urllib.parse import urlsplit
 
+from tuneplane.contract import oidc
 from tuneplane.contract import settings as rules
 from tuneplane.contract.access import Visibility
 from tuneplane.contract.datadir import (
@@ -45,6 +47,10 @@ class Secret:
 
     def matches(self, candidate: str) -> bool:
         return hmac.compare_digest(self._value, candidate.encode())
+
+    def reveal(self) -> str:
+        """The value itself, for the one library call that must send it."""
+        return self._value.decode()
 
     def __repr__(self) -> str:
         return "Secret('********')"
@@ -129,6 +135,78 @@ BODY_TIMEOUT: Final = Setting(
     default_text=f"{BODY_TIMEOUT_SECONDS_DEFAULT:g}",
 )
 
+OIDC_ISSUER: Final = Setting(
+    "TUNEPLANE_OIDC_ISSUER",
+    rules.Rule(
+        "must be an https:// URL (http:// only on a loopback address) without query or "
+        "fragment, such as https://accounts.google.com",
+        oidc.parse_issuer,
+    ),
+    None,
+    "OpenID Connect issuer for single sign-on; its discovery document is read from "
+    "<issuer>/.well-known/openid-configuration. Unset: local accounts only.",
+)
+OIDC_CLIENT_ID: Final = Setting(
+    "TUNEPLANE_OIDC_CLIENT_ID",
+    rules.text(),
+    None,
+    "The client ID this server has at the OpenID Connect provider.",
+)
+OIDC_CLIENT_SECRET: Final = Setting(
+    "TUNEPLANE_OIDC_CLIENT_SECRET",
+    credential("", "a client secret"),
+    None,
+    "The client secret that goes with TUNEPLANE_OIDC_CLIENT_ID (never printed).",
+)
+OIDC_ALLOWED_DOMAINS: Final = Setting(
+    "TUNEPLANE_OIDC_ALLOWED_DOMAINS",
+    rules.Rule(
+        "must be e-mail domains such as example.com, comma-separated, or *",
+        oidc.parse_domains,
+    ),
+    None,
+    "Accounts whose verified e-mail is at one of these domains may sign in (* admits "
+    "everyone the provider signs in).",
+)
+OIDC_ALLOWED_ORGS: Final = Setting(
+    "TUNEPLANE_OIDC_ALLOWED_ORGS",
+    rules.Rule(
+        "must be organisation or group names without spaces, comma-separated, or *",
+        oidc.parse_orgs,
+    ),
+    None,
+    "Accounts in one of these organisations or groups (the TUNEPLANE_OIDC_ORG_CLAIM claim) "
+    "may sign in (* admits everyone the provider signs in).",
+)
+OIDC_ORG_CLAIM: Final = Setting(
+    "TUNEPLANE_OIDC_ORG_CLAIM",
+    rules.Rule(
+        "must be a claim name of letters, digits, _ : . or -",
+        lambda raw: raw if re.fullmatch(r"[A-Za-z0-9_:.-]{1,64}", raw, re.ASCII) else None,
+    ),
+    "groups",
+    "The claim that lists an account's organisations or groups (orgs at Hugging Face).",
+)
+OIDC_NAME: Final = Setting(
+    "TUNEPLANE_OIDC_NAME",
+    rules.Rule(
+        "must be 1-40 printable characters",
+        lambda raw: raw if len(raw) <= 40 and raw.isprintable() and raw.strip() else None,
+    ),
+    None,
+    'The provider\'s name on the sign-in button ("Sign in with <name>"); unset: the '
+    "issuer's host name.",
+)
+_OIDC_SETTINGS: Final = (
+    OIDC_ISSUER,
+    OIDC_CLIENT_ID,
+    OIDC_CLIENT_SECRET,
+    OIDC_ALLOWED_DOMAINS,
+    OIDC_ALLOWED_ORGS,
+    OIDC_ORG_CLAIM,
+    OIDC_NAME,
+)
+
 #: Every environment variable the server reads: its rule, default and meaning.
 #: ``docs/configuration.md`` documents each one (a test holds us to that).
 SETTINGS: Final[tuple[Setting[Any], ...]] = (
@@ -144,7 +222,20 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     BODY_TIMEOUT,
     DEFAULT_VISIBILITY,
     FRAME_ANCESTORS,
+    *_OIDC_SETTINGS,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class OidcSettings:
+    """Single sign-on with one OpenID Connect provider."""
+
+    issuer: str
+    client_id: str
+    client_secret: Secret
+    allow: oidc.AllowList
+    org_claim: str = "groups"
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +250,7 @@ class Settings:
     body_timeout: float = BODY_TIMEOUT_SECONDS_DEFAULT
     default_visibility: Visibility = "private"
     frame_ancestors: str = "'self'"
+    oidc: OidcSettings | None = None
 
     @classmethod
     def from_env(
@@ -187,9 +279,42 @@ class Settings:
             body_timeout=reader.read(BODY_TIMEOUT),
             default_visibility=reader.read(DEFAULT_VISIBILITY),
             frame_ancestors=reader.read(FRAME_ANCESTORS),
+            oidc=_oidc(reader),
         )
         reader.done()
         return settings
+
+
+def _oidc(reader: Reader) -> OidcSettings | None:
+    """Single sign-on's settings, or None when no issuer is set. Half a configuration is
+    refused, and so is an issuer with no allow-list: it would let in anyone the provider
+    knows (a Google account, say) unless the operator says ``*``."""
+    issuer, client_id, secret = (
+        reader.get(OIDC_ISSUER),
+        reader.get(OIDC_CLIENT_ID),
+        reader.get(OIDC_CLIENT_SECRET),
+    )
+    domains, orgs = reader.get(OIDC_ALLOWED_DOMAINS), reader.get(OIDC_ALLOWED_ORGS)
+    claim, name = reader.read(OIDC_ORG_CLAIM), reader.get(OIDC_NAME)
+    if issuer is None:
+        given = [s.name for s in _OIDC_SETTINGS[1:] if reader.environ.get(s.name)]
+        if given and not reader.environ.get(OIDC_ISSUER.name):
+            reader.problems.append(f"{', '.join(given)}: set without TUNEPLANE_OIDC_ISSUER")
+        return None
+    unset = [s.name for s in _OIDC_SETTINGS[1:3] if not reader.environ.get(s.name)]
+    if unset:
+        reader.problems.append(f"TUNEPLANE_OIDC_ISSUER is set: {' and '.join(unset)} must be too")
+    lists = _OIDC_SETTINGS[3:5]
+    if not unset and not any(reader.environ.get(s.name) for s in lists):
+        reader.problems.append(
+            f"TUNEPLANE_OIDC_ISSUER is set: {' or '.join(s.name for s in lists)} must say who "
+            "may sign in (* for anyone the provider signs in)"
+        )
+    if client_id is None or secret is None or (domains is None and orgs is None):
+        return None  # a problem is on the list already
+    allow = oidc.AllowList(domains or frozenset(), orgs or frozenset())
+    host = urlsplit(issuer).hostname or issuer
+    return OidcSettings(issuer, client_id, Secret(secret), allow, claim, name or host)
 
 
 def _flag(reader: Reader, setting: Setting[T], flag: str, value: str | None) -> T | None:

@@ -39,7 +39,7 @@ def _text(body: Any, field: str, limit: int) -> str:
     return value
 
 
-def _set_cookie(response: Response, request: Request, name: str, value: str, days: float) -> None:
+def set_cookie(response: Response, request: Request, name: str, value: str, days: float) -> None:
     response.set_cookie(
         name,
         value,
@@ -63,6 +63,8 @@ def whoami(request: Request) -> Response:
         "login": caller.login,
         "is_admin": caller.actor.is_admin,
         "first_admin_pending": state.first_admin.pending,
+        # The provider's name for a "Sign in with …" button, when single sign-on is set up.
+        "single_sign_on": state.settings.oidc.name if state.settings.oidc else None,
     }
     if caller.session_token is not None:
         body["csrf_token"] = csrf_token(caller.session_token)
@@ -87,7 +89,7 @@ async def sign_in(request: Request) -> Response:
         raise Unauthorized("sign-in: wrong login or password (or the account is disabled)")
     token = await database.write(accounts.create_session, user_id)
     response = JSON({"signed_in": True, "login": login, "csrf_token": csrf_token(token)})
-    _set_cookie(response, request, SESSION_COOKIE, token, SESSION_DAYS)
+    set_cookie(response, request, SESSION_COOKIE, token, SESSION_DAYS)
     return response
 
 
@@ -119,7 +121,7 @@ async def create_first_admin(request: Request) -> Response:
     user, session = await state.database.write(_add_first_admin, login, digest)
     state.first_admin.spend()
     response = JSON({"signed_in": True, "login": user.login, "csrf_token": csrf_token(session)})
-    _set_cookie(response, request, SESSION_COOKIE, session, SESSION_DAYS)
+    set_cookie(response, request, SESSION_COOKIE, session, SESSION_DAYS)
     return response
 
 
@@ -146,5 +148,5 @@ async def open_share_link(request: Request) -> Response:
     project, run, expires_at = target
     response = JSON({"project": project, "run": run, "expires_at": expires_at})
     days = SESSION_DAYS if expires_at is None else max(0.0, (expires_at - time.time()) / 86_400)
-    _set_cookie(response, request, SHARE_COOKIE, token, min(days, SESSION_DAYS))
+    set_cookie(response, request, SHARE_COOKIE, token, min(days, SESSION_DAYS))
     return response
