@@ -85,6 +85,17 @@ def _first_admin_token(database: Database) -> str | None:
     return secrets.token_urlsafe(32)
 
 
+def _add_error_handlers(app: FastAPI) -> None:
+    """One JSON error shape for everything that can go wrong (responses.py)."""
+    app.add_exception_handler(TuneplaneError, on_tuneplane_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(HTTPException, on_http_error)
+    app.add_exception_handler(ClientDisconnect, on_client_disconnect)
+    app.add_exception_handler(OSError, on_store_failure)
+    app.add_exception_handler(SQLAlchemyError, on_store_failure)
+    app.add_exception_handler(Exception, on_unexpected_error)
+
+
 def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     """Build the app. The database is opened (and migrated) now, so a locked or unreachable
     database fails here rather than on the first request; the app closes it on shutdown."""
@@ -122,13 +133,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         arena=ArenaIngest(database),
         first_admin=FirstAdmin(_first_admin_token(database)),
     )
-    app.add_exception_handler(TuneplaneError, on_tuneplane_error)
-    app.add_exception_handler(RequestValidationError, on_validation_error)
-    app.add_exception_handler(HTTPException, on_http_error)
-    app.add_exception_handler(ClientDisconnect, on_client_disconnect)
-    app.add_exception_handler(OSError, on_store_failure)
-    app.add_exception_handler(SQLAlchemyError, on_store_failure)
-    app.add_exception_handler(Exception, on_unexpected_error)
+    _add_error_handlers(app)
     app.router.routes.append(ingest.route)
     # Every route runs the guard: its rule in access.RULES decides who may call it.
     for router in (
