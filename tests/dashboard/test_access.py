@@ -77,6 +77,11 @@ def test_a_private_project_signed_in_signed_out_and_shared(
         assert answer is not None
         assert answer.status == 404
         expect(page.locator("main")).to_contain_text("No run named")
+        expect(page.locator("main")).to_contain_text("A private project shows only to its members")
+        page.goto("/projects/private-lab")
+        expect(page.locator(".empty a", has_text="sign in")).to_have_attribute(
+            "href", "/sign-in?next=%2Fprojects%2Fprivate-lab"
+        )
 
         # Signing in again (the form, with a wrong password first) brings it back.
         page.goto("/sign-in?next=/projects/private-lab/runs/r1")

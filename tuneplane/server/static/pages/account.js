@@ -200,3 +200,23 @@ export async function showSession() {
       : h("a", { href: `/sign-in?next=${here}`, class: "session", text: "sign in" }),
   );
 }
+
+/**
+ * Beside a "no such project" message: a private project looks exactly like a missing one to
+ * whoever may not see it, so a caller who is not signed in is offered to sign in.
+ */
+export async function signInHint() {
+  try {
+    if ((await api.session()).signed_in) return null;
+  } catch {
+    return null;
+  }
+  const here = encodeURIComponent(location.pathname + location.search);
+  return h(
+    "p",
+    {},
+    "A private project shows only to its members: ",
+    h("a", { href: `/sign-in?next=${here}`, text: "sign in" }),
+    " to see yours.",
+  );
+}

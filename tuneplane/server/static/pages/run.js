@@ -14,6 +14,7 @@ import { ValidationView } from "../evaluation/validation.js";
 import { EventsView } from "../events/eventsview.js";
 import { LogView } from "../logs/logview.js";
 import { sharePanel } from "./access.js";
+import { signInHint } from "./account.js";
 import { chartControls } from "./controls.js";
 import { alertStrip, compareHeader, runHeader, updateCompareRow } from "./runheader.js";
 
@@ -71,6 +72,7 @@ async function chartsPage(wanted, { single }) {
       empty(
         single ? `No run named “${ref.run}” in project “${ref.project}”.` : "None of these runs exist.",
         h("a", { href: api.page.project(ref.project), text: `Runs of ${ref.project}` }),
+        await signInHint(),
       ),
     );
     return;

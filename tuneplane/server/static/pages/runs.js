@@ -7,6 +7,7 @@ import { fmtAgo, fmtInt, fmtTime } from "../lib/format.js";
 import { configChips, healthBadge, runSearchText, statusBadge } from "../lib/runinfo.js";
 import { withParam } from "../lib/url.js";
 import { accessHref } from "./access.js";
+import { signInHint } from "./account.js";
 
 /** How often the projects and runs tables fetch themselves again. */
 export const REFRESH_MS = 5000;
@@ -18,7 +19,7 @@ export async function runsPage(project) {
     runs = await api.runs(project);
   } catch (error) {
     if (error.status === 404) {
-      mount(empty(`No project named “${project}”.`, h("a", { href: "/", text: "All projects" })));
+      mount(empty(`No project named “${project}”.`, h("a", { href: "/", text: "All projects" }), await signInHint()));
       return;
     }
     throw error;
