@@ -27,6 +27,22 @@ HOSTS = "must be a host name or an IP address such as 0.0.0.0"
 DATABASES = "must be sqlite:///PATH or postgresql://user@host/db"
 SHARED_SECRET = "(value hidden): must be a shared secret (printable ASCII without spaces)"
 NOT_REPORTED = "; metrics and events are not reported"
+ISSUERS = (
+    "must be an https:// URL (http:// only on a loopback address) without query or fragment, "
+    "such as https://accounts.google.com"
+)
+ASCII = "must be printable ASCII without spaces"
+CLIENT_SECRET = "(value hidden): must be a client secret (printable ASCII without spaces)"
+DOMAINS = "must be e-mail domains such as example.com, comma-separated, or *"
+ORGS = "must be organisation or group names without spaces, comma-separated, or *"
+NAMES = "must be 1-40 printable characters"
+#: Single sign-on set up in full, so a case's one bad value is its one line.
+SINGLE_SIGN_ON = {
+    "TUNEPLANE_OIDC_ISSUER": "https://sso.example.com",
+    "TUNEPLANE_OIDC_CLIENT_ID": "tuneplane",
+    "TUNEPLANE_OIDC_CLIENT_SECRET": "a-client-secret",
+    "TUNEPLANE_OIDC_ALLOWED_DOMAINS": "example.com",
+}
 A_FILE = "<a file>"  # stands for the path of a file made by the test
 
 
@@ -92,6 +108,30 @@ SERVE_CASES = [
         )
         for raw in ("*", "'none' 'self'", "javascript:alert(1)")
     ],
+    *[
+        ("TUNEPLANE_OIDC_ISSUER", raw, f"TUNEPLANE_OIDC_ISSUER={raw!r}: {ISSUERS}")
+        for raw in ("http://sso.example.com", "https://sso.example.com/?x=1", "sso.example.com")
+    ],
+    ("TUNEPLANE_OIDC_CLIENT_ID", "two words", f"TUNEPLANE_OIDC_CLIENT_ID='two words': {ASCII}"),
+    ("TUNEPLANE_OIDC_CLIENT_SECRET", "hunter2 x", f"TUNEPLANE_OIDC_CLIENT_SECRET {CLIENT_SECRET}"),
+    *[
+        (
+            "TUNEPLANE_OIDC_ALLOWED_DOMAINS",
+            raw,
+            f"TUNEPLANE_OIDC_ALLOWED_DOMAINS={raw!r}: {DOMAINS}",
+        )
+        for raw in ("example", "*.example.com", "example.com,", "a@example.com")
+    ],
+    *[
+        ("TUNEPLANE_OIDC_ALLOWED_ORGS", raw, f"TUNEPLANE_OIDC_ALLOWED_ORGS={raw!r}: {ORGS}")
+        for raw in ("two words", "research,,platform", "*,research")
+    ],
+    (
+        "TUNEPLANE_OIDC_ORG_CLAIM",
+        "org claim",
+        "TUNEPLANE_OIDC_ORG_CLAIM='org claim': must be a claim name of letters, digits, _ : . or -",
+    ),
+    ("TUNEPLANE_OIDC_NAME", "x" * 41, f"TUNEPLANE_OIDC_NAME='{'x' * 41}': {NAMES}"),
 ]
 
 
@@ -99,6 +139,8 @@ SERVE_CASES = [
 def test_serve_refuses_a_bad_setting(tmp_path: Path, name: str, value: str, line: str) -> None:
     value, line = with_file(tmp_path, value, line)
     env = {**clean_environment(tmp_path), "TUNEPLANE_PORT": str(free_port()), name: value}
+    if name.startswith("TUNEPLANE_OIDC_"):
+        env = {**SINGLE_SIGN_ON, **env}
     if name == "TRACKIO_DIR":
         del env["TUNEPLANE_DIR"]
     done = subprocess.run(
@@ -111,8 +153,51 @@ def test_serve_refuses_a_bad_setting(tmp_path: Path, name: str, value: str, line
     refused(done, f"tuneplane: {line}")
     # Neither a secret nor a database password prints.
     assert "hunter2" not in done.stderr
-    if name in ("TUNEPLANE_INGEST_SECRET", "TRACKIO_INGEST_TOKEN"):
+    if name in ("TUNEPLANE_INGEST_SECRET", "TRACKIO_INGEST_TOKEN", "TUNEPLANE_OIDC_CLIENT_SECRET"):
         assert value not in done.stderr
+
+
+_ISSUER_ONLY = {"TUNEPLANE_OIDC_ISSUER": "https://sso.example.com"}
+
+
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        (
+            _ISSUER_ONLY,
+            "TUNEPLANE_OIDC_ISSUER is set: TUNEPLANE_OIDC_CLIENT_ID and "
+            "TUNEPLANE_OIDC_CLIENT_SECRET must be too",
+        ),
+        (
+            {**_ISSUER_ONLY, "TUNEPLANE_OIDC_CLIENT_ID": "tuneplane"},
+            "TUNEPLANE_OIDC_ISSUER is set: TUNEPLANE_OIDC_CLIENT_SECRET must be too",
+        ),
+        (
+            {"TUNEPLANE_OIDC_CLIENT_ID": "tuneplane", "TUNEPLANE_OIDC_ALLOWED_ORGS": "research"},
+            "TUNEPLANE_OIDC_CLIENT_ID, TUNEPLANE_OIDC_ALLOWED_ORGS: set without "
+            "TUNEPLANE_OIDC_ISSUER",
+        ),
+        (
+            {k: v for k, v in SINGLE_SIGN_ON.items() if "ALLOWED" not in k},
+            "TUNEPLANE_OIDC_ISSUER is set: TUNEPLANE_OIDC_ALLOWED_DOMAINS or "
+            "TUNEPLANE_OIDC_ALLOWED_ORGS must say who may sign in (* for anyone the provider "
+            "signs in)",
+        ),
+    ],
+)
+def test_serve_refuses_half_a_single_sign_on(
+    tmp_path: Path, env: dict[str, str], line: str
+) -> None:
+    # An issuer with no allow-list would let in anyone the provider knows.
+    done = subprocess.run(
+        [sys.executable, "-m", "tuneplane.cli", "serve"],
+        env={**clean_environment(tmp_path), "TUNEPLANE_PORT": str(free_port()), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    refused(done, f"tuneplane: {line}")
+    assert "a-client-secret" not in done.stderr
 
 
 @pytest.mark.parametrize(

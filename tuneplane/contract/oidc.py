@@ -53,7 +53,7 @@ def _items(raw: str, pattern: re.Pattern[str], lower: bool) -> frozenset[str] | 
         return frozenset(items)
     if lower:
         items = [item.lower() for item in items]
-    if not all(pattern.fullmatch(item) for item in items):
+    if EVERYONE in items or not all(pattern.fullmatch(item) for item in items):
         return None
     return frozenset(items)
 
