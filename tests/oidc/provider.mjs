@@ -11,7 +11,7 @@
 // is granted at once, as a site's own provider would for its own application. Prints
 // "ready <issuer>" once it listens.
 
-import Provider from "oidc-provider";
+import Provider, { interactionPolicy } from "oidc-provider";
 
 const config = JSON.parse(process.argv[2]);
 const host = "127.0.0.1";
@@ -20,6 +20,11 @@ function accountClaims(id) {
   const claims = config.accounts[id];
   return claims === undefined ? undefined : { sub: claims.sub ?? id, ...claims };
 }
+
+// Native clients are asked for consent every time (another application could claim their
+// loopback redirect); ours is this machine's test server, so the login form is the only step.
+const policy = interactionPolicy.base();
+policy.get("consent").checks.remove("native_client_prompt");
 
 function start(port) {
   const issuer = `http://${host}:${port}`;
@@ -55,6 +60,7 @@ function start(port) {
       return grant;
     },
     features: { devInteractions: { enabled: true } },
+    interactions: { policy },
     pkce: { required: () => true },
   });
   const server = provider.listen(port, host, () => {

@@ -36,11 +36,38 @@ function form(title, fields, submitText, action) {
   return el;
 }
 
+/** Why single sign-on sent the browser back here (`?sso=` from /sign-in/oidc/callback). */
+const SSO_REFUSALS = {
+  "not-allowed": (name) =>
+    `Your ${name} account may not sign in here: neither its e-mail domain nor its organisations are on this server's allow-list. Ask an administrator.`,
+  disabled: () => "This account is disabled. Ask an administrator to enable it.",
+  state: () => "The sign-in could not be matched to this browser (it was started again in another tab?). Please try again.",
+  expired: () => "The sign-in took too long, or was started in another browser. Please try again.",
+  token: (name) => `${name}'s answer could not be verified. Please try again; if it happens again, tell an administrator.`,
+  provider: (name, code) => `${name} did not sign you in${code ? ` (${code})` : ""}.`,
+};
+
+/** "Sign in with …" when the server has single sign-on, and why the last try failed. */
+function singleSignOn(me) {
+  if (!me.single_sign_on) return null;
+  const params = new URLSearchParams(location.search);
+  const reason = params.get("sso");
+  const code = /^[a-z_]{1,64}$/.test(params.get("sso_error") ?? "") ? params.get("sso_error") : "";
+  const explain = reason && (SSO_REFUSALS[reason] ?? (() => "Single sign-on did not sign you in. Please try again."));
+  return h(
+    "div",
+    { class: "card form sso" },
+    explain ? h("p", { class: "form-error", role: "alert", text: explain(me.single_sign_on, code) }) : null,
+    h("a", { class: "button primary", href: `/sign-in/oidc?next=${encodeURIComponent(nextAddress())}`, text: `Sign in with ${me.single_sign_on}` }),
+  );
+}
+
 export async function signInPage() {
   crumbs([["Sign in", null]]);
   const me = await api.session();
   if (me.first_admin_pending) {
     mount(
+      singleSignOn(me),
       empty(
         "No account exists yet.",
         "Open the one-time link `tuneplane serve` printed to create the first administrator, or run `tuneplane user add LOGIN --admin` on the server.",
@@ -49,6 +76,7 @@ export async function signInPage() {
     return;
   }
   mount(
+    singleSignOn(me),
     form(
       "Sign in",
       [
