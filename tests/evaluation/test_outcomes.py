@@ -2,6 +2,7 @@
 
 import math
 import random
+from fractions import Fraction
 
 import pytest
 from hypothesis import given
@@ -37,26 +38,46 @@ counts = st.builds(
 )
 
 
+def population_codes(c: RoundCounts) -> tuple[str, ...]:
+    """The codes a withheld coverage or not-yet-reported must carry: every one that holds."""
+    if c.expected is None:
+        return ("unknown_population",)
+    codes = ("empty_denominator",) if c.expected == 0 else ()
+    return codes + (("excess_trials",) if c.reported > c.expected else ())
+
+
 @given(counts)
-def test_rates_are_honest_or_missing(c: RoundCounts) -> None:
+def test_rates_are_honest_or_missing_with_every_code(c: RoundCounts) -> None:
     rate = success_rate(c)
-    if c.scored == 0 or (c.expected is not None and c.reported > c.expected):
+    if c.scored == 0:
         assert isinstance(rate, Missing)
-    else:
+        assert rate.codes == ("empty_denominator",)
+    else:  # withheld only for an empty denominator, excess trials or not
         assert isinstance(rate, Rate)
         assert rate.value == c.success / (c.success + c.failure)
         assert rate.low <= rate.value <= rate.high
-    coverage = scoring_coverage(c)
-    if c.expected is None or c.expected == 0 or c.reported > c.expected:
+    codes = population_codes(c)
+    coverage, remaining = scoring_coverage(c), not_yet_reported(c)
+    if codes:
         assert isinstance(coverage, Missing)
+        assert isinstance(remaining, Missing)
+        assert coverage.codes == remaining.codes == codes
+        assert coverage.reason
     else:
         assert isinstance(coverage, Rate)
-        assert coverage.value == c.scored / c.expected
-    remaining = not_yet_reported(c)
-    if c.expected is None or c.reported > c.expected:
-        assert isinstance(remaining, Missing)
-    else:
-        assert remaining == c.expected - c.reported
+        assert coverage.value == c.scored / c.expected  # type: ignore[operator]
+        assert remaining == c.expected - c.reported  # type: ignore[operator]
+
+
+def test_a_population_of_zero_with_reports_carries_both_codes() -> None:
+    coverage = scoring_coverage(RoundCounts(success=2, expected=0))
+    assert isinstance(coverage, Missing)
+    assert coverage.codes == ("empty_denominator", "excess_trials")
+    assert "declares 0 trials" in coverage.reason
+    assert "2 distinct trials" in coverage.reason
+    nothing = not_yet_reported(RoundCounts(expected=0))
+    assert isinstance(nothing, Missing)
+    assert nothing.codes == ("empty_denominator",)
 
 
 def test_execution_errors_are_not_model_failures() -> None:
@@ -103,20 +124,19 @@ def test_any_arrival_order_gives_the_same_current_outcomes(
     shuffled = list(reported)
     rng.shuffle(shuffled)
     assert current_outcomes(reported) == current_outcomes(shuffled)
-    for trial, current in current_outcomes(reported).items():
-        mine = [a for a in reported if a.trial_id == trial]
-        assert (current.execution_attempt, current.trial_attempt) == max(
-            (a.execution_attempt, a.trial_attempt) for a in mine
-        )
+    for (execution, trial), current in current_outcomes(reported).items():
+        mine = [a for a in reported if (a.execution_attempt, a.trial_id) == (execution, trial)]
+        assert current.trial_attempt == max(a.trial_attempt for a in mine)
 
 
-def test_a_restart_supersedes_higher_trial_attempts_of_the_old_execution() -> None:
+def test_a_restart_never_supersedes_the_old_execution() -> None:
     reported = [
         TrialAttempt("t1", 1, 4, "failure"),
         TrialAttempt("t1", 2, 0, "success"),
     ]
-    assert current_outcomes(reported)["t1"].status == "success"
-    assert count_round(current_outcomes(reported).values(), expected=2).success == 1
+    current = current_outcomes(reported)
+    assert (current[(1, "t1")].status, current[(2, "t1")].status) == ("failure", "success")
+    assert count_round([current[(1, "t1")]], expected=2).failure == 1
 
 
 def test_transitions_cover_both_sides() -> None:
@@ -144,15 +164,50 @@ def test_matched_difference_only_when_everything_matches() -> None:
     shown = matched_difference(left, right, digests, digests, moves)
     assert isinstance(shown, Difference)
     assert math.isclose(shown.difference, 0.2)
+    assert shown.exact == Fraction(1, 5)
     other = {**digests, "verifier": "e" * 64}
     partial = RoundCounts(success=6, failure=3, infra_error=1, expected=10)
     refused = matched_difference(partial, right, other, digests, moves)
     assert isinstance(refused, list)
-    reasons = [r.reason for r in refused]
-    assert reasons == [
-        "verifier digests differ",
-        "left round is not completely scored (9 of 10 trials scored)",
+    assert [(r.code, r.side, r.reason) for r in refused] == [
+        ("verifier_digest_mismatch", "both", "verifier digests differ"),
+        (
+            "left_incomplete_coverage",
+            "left",
+            "left round is not completely scored (9 of 10 trials scored)",
+        ),
     ]
     unknown = matched_difference(left, RoundCounts(success=1), digests, {}, moves)
     assert isinstance(unknown, list)
-    assert "right round has no declared population" in [r.reason for r in unknown]
+    assert [r.code for r in unknown] == [
+        *(f"right_{name}_digest_undeclared" for name in digests),
+        "right_undeclared",
+    ]
+
+
+def test_a_round_declaring_no_trials_is_never_complete() -> None:
+    empty, moves = RoundCounts(expected=0), transitions({}, {})
+    refused = matched_difference(empty, empty, {}, {}, moves)
+    assert isinstance(refused, list)
+    codes = [r.code for r in refused]
+    assert "left_empty_population" in codes
+    assert "right_empty_population" in codes
+    excess = matched_difference(RoundCounts(success=3, expected=2), empty, {}, {}, moves)
+    assert isinstance(excess, list)
+    assert "left_excess_trials" in [r.code for r in excess]
+
+
+@given(st.integers(1, 60), st.integers(1, 60), st.data())
+def test_the_exact_difference_is_the_fraction_of_the_counts(
+    n_left: int, n_right: int, data: st.DataObject
+) -> None:
+    s_left, s_right = data.draw(st.integers(0, n_left)), data.draw(st.integers(0, n_right))
+    left = RoundCounts(success=s_left, failure=n_left - s_left, expected=n_left)
+    right = RoundCounts(success=s_right, failure=n_right - s_right, expected=n_right)
+    shown = matched_difference(left, right, {}, {}, transitions({}, {}))
+    assert isinstance(shown, list)  # no digests declared: never shown
+    digests = dict.fromkeys(("dataset", "cohort", "verifier", "settings"), "a" * 64)
+    shown = matched_difference(left, right, digests, digests, transitions({}, {}))
+    assert isinstance(shown, Difference)
+    assert shown.exact == Fraction(s_right, n_right) - Fraction(s_left, n_left)
+    assert shown.difference == float(shown.exact)

@@ -59,9 +59,19 @@ def population(
     }
 
 
-def rounds(api: TestClient, run: str = "eval-run") -> dict[str, Any]:
-    answer: dict[str, Any] = api.get(f"/api/v1/projects/demo/runs/{run}/evaluation").json()
+def rounds(api: TestClient, run: str = "eval-run", **params: Any) -> dict[str, Any]:
+    answer: dict[str, Any] = api.get(
+        f"/api/v1/projects/demo/runs/{run}/evaluation", params=params
+    ).json()
     return answer
+
+
+def tally(answer: Any) -> tuple[int, int]:
+    """(new, duplicate) of an accepted batch."""
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["conflict"] == 0
+    return body["new"], body["duplicate"]
 
 
 def test_observations_are_immutable_and_distinct(api: TestClient) -> None:
@@ -74,11 +84,11 @@ def test_observations_are_immutable_and_distinct(api: TestClient) -> None:
         "fields": {"n": 1},
     }
     twin = {**first, "event_id": "e2"}
-    assert send(api, token, first, twin).json() == {"new": 2, "duplicate": 0}
+    assert tally(send(api, token, first, twin)) == (2, 0)
     changed = {**first, "fields": {"n": 99}}
-    assert send(api, token, changed).json() == {"new": 0, "duplicate": 1}
+    assert tally(send(api, token, changed)) == (0, 1)
     # A restarted job (a new execution attempt) retrying the same event changes nothing.
-    assert send(api, attempt(api), changed).json() == {"new": 0, "duplicate": 1}
+    assert tally(send(api, attempt(api), changed)) == (0, 1)
     listed = api.get(RUN + "/observations").json()
     assert [(o["event_id"], o["fields"]["n"], o["attempt"]) for o in listed] == [
         ("e2", 1, 1),
@@ -153,7 +163,12 @@ def test_event_size_and_batch_limits(api: TestClient) -> None:
 
 def test_a_run_without_outcomes_is_unknown(api: TestClient) -> None:
     attempt(api)
-    assert rounds(api) == {"state": "unknown", "rounds": []}
+    assert rounds(api) == {
+        "state": "unknown",
+        "execution_attempt": None,
+        "execution_attempts": [],
+        "rounds": [],
+    }
 
 
 def test_results_before_and_after_the_declaration(api: TestClient) -> None:
@@ -165,7 +180,8 @@ def test_results_before_and_after_the_declaration(api: TestClient) -> None:
     assert early["scoring_coverage"]["value"] is None
     assert "unknown population" in early["scoring_coverage"]["reason"]
     send(api, token, population("p1", 4), trial("t3", "q3", "infra_error"))
-    send(api, token, population("p2", 40))  # a changed population needs a new round id
+    changed = send(api, token, population("p2", 40))  # a changed population: a new round id
+    assert changed.status_code == 409
     (late,) = rounds(api)["rounds"]
     assert late["expected"] == 4
     assert late["counts"] == {
@@ -182,13 +198,45 @@ def test_results_before_and_after_the_declaration(api: TestClient) -> None:
     assert late["task"] == {"name": "gsm8k", "version": "1.0"}
 
 
-def test_more_trials_than_expected_gives_no_percentage(api: TestClient) -> None:
+def test_more_trials_than_expected_withholds_coverage_with_its_code(api: TestClient) -> None:
     token = attempt(api)
     send(api, token, population("p", 1), trial("a", "q1", "success"), trial("b", "q2", "success"))
     (state,) = rounds(api)["rounds"]
-    for number in ("success_rate", "scoring_coverage", "not_yet_reported"):
+    for number in ("scoring_coverage", "not_yet_reported"):
         assert state[number]["value"] is None
+        assert state[number]["codes"] == ["excess_trials"]
         assert "2 distinct trials" in state[number]["reason"]
+    # The success rate is withheld only for an empty denominator.
+    assert state["success_rate"]["value"] == 1.0
+
+
+def test_every_withheld_figure_carries_every_code_that_applies(api: TestClient) -> None:
+    token = attempt(api)
+    send(
+        api,
+        token,
+        population("p0", 0, round_id="none"),
+        trial("n1", "q1", "infra_error", round_id="none"),
+        trial("u1", "q1", "unscored", round_id="open"),
+        population("p1", 0, round_id="empty"),
+    )
+    by_id = {r["round_id"]: r for r in rounds(api)["rounds"]}
+    figures = ("success_rate", "scoring_coverage", "not_yet_reported")
+    assert {name: by_id["none"][name]["codes"] for name in figures} == {
+        "success_rate": ["empty_denominator"],
+        "scoring_coverage": ["empty_denominator", "excess_trials"],
+        "not_yet_reported": ["empty_denominator", "excess_trials"],
+    }
+    assert {name: by_id["open"][name]["codes"] for name in figures} == {
+        "success_rate": ["empty_denominator"],
+        "scoring_coverage": ["unknown_population"],
+        "not_yet_reported": ["unknown_population"],
+    }
+    assert by_id["empty"]["not_yet_reported"]["codes"] == ["empty_denominator"]
+    for state in by_id.values():
+        for name in figures:
+            assert state[name]["value"] is None
+            assert state[name]["reason"]
 
 
 def test_ineligible_outcomes_cannot_be_eligible(api: TestClient) -> None:
@@ -200,27 +248,107 @@ def test_ineligible_outcomes_cannot_be_eligible(api: TestClient) -> None:
     assert send(api, token, trial("t", "q", "success", eligible=True)).status_code == 200
 
 
-def test_the_highest_attempt_wins_in_any_order_and_restarts_are_isolated(
-    api: TestClient,
-) -> None:
+def test_the_highest_attempt_wins_in_any_order(api: TestClient) -> None:
     first = attempt(api)
     send(api, first, trial("e2", "q1", "success", 2))
     send(api, first, trial("e1", "q1", "failure", 1))  # an older attempt arriving late
     send(api, first, trial("e0", "q1", "infra_error", 0))
     page = api.get(RUN + "/evaluation/val-1/trials").json()["trials"]
     assert [(t["trial_id"], t["status"], t["attempts"]) for t in page] == [("q1", "success", 3)]
-    restarted = attempt(api)  # execution attempt 2 numbers its trial attempts again
-    send(api, restarted, trial("r0", "q1", "failure", 0))
-    (current,) = api.get(RUN + "/evaluation/val-1/trials").json()["trials"]
-    assert (current["status"], current["execution_attempt"]) == ("failure", 2)
     history = api.get(RUN + "/evaluation/val-1/trials/q1").json()
-    assert [(h["execution_attempt"], h["trial_attempt"]) for h in history] == [
-        (2, 0),
-        (1, 2),
-        (1, 1),
+    assert [h["trial_attempt"] for h in history["attempts"]] == [2, 1, 0]
+    assert (history["total_attempts"], history["shown"]) == (3, 3)
+    assert api.get(RUN + "/evaluation/val-1/trials/nope").status_code == 404
+
+
+def test_a_restarted_execution_forms_its_own_round(api: TestClient) -> None:
+    first = attempt(api)
+    send(api, first, population("p", 3), trial("e0", "q1", "failure", 0))
+    send(api, first, trial("e3", "q1", "success", 3), trial("e4", "q2", "failure", 0))
+    restarted = attempt(api)  # execution attempt 2 numbers its trial attempts again
+    answer = send(api, restarted, population("p-2", 5), trial("r0", "q1", "failure", 0))
+    assert answer.json()["outcomes"] == {
+        "population": {"new": 1, "duplicate": 0, "conflict": 0},
+        "trial": {"new": 1, "duplicate": 0, "conflict": 0},
+    }
+    latest = rounds(api)
+    assert (latest["execution_attempt"], latest["execution_attempts"]) == (2, [1, 2])
+    (second,) = latest["rounds"]
+    assert (second["expected"], second["counts"]["failure"], second["counts"]["reported"]) == (
+        5,
+        1,
+        1,
+    )
+    (earlier,) = rounds(api, attempt=1)["rounds"]
+    assert earlier["expected"] == 3
+    assert (earlier["counts"]["success"], earlier["counts"]["failure"]) == (1, 1)
+    old_q1 = api.get(RUN + "/evaluation/val-1/trials/q1", params={"attempt": 1}).json()
+    assert [(h["execution_attempt"], h["trial_attempt"]) for h in old_q1["attempts"]] == [
+        (1, 3),
         (1, 0),
     ]
-    assert api.get(RUN + "/evaluation/val-1/trials/nope").status_code == 404
+    new_q1 = api.get(RUN + "/evaluation/val-1/trials/q1").json()
+    assert [(h["execution_attempt"], h["trial_attempt"]) for h in new_q1["attempts"]] == [(2, 0)]
+    page = api.get(RUN + "/evaluation/val-1/trials", params={"attempt": 1}).json()
+    assert [(t["trial_id"], t["status"]) for t in page["trials"]] == [
+        ("q1", "success"),
+        ("q2", "failure"),
+    ]
+    # q2 was reported by execution 1 only: execution 2's round does not have it.
+    assert api.get(RUN + "/evaluation/val-1/trials/q2").status_code == 404
+    one = api.get(RUN + "/evaluation/val-1", params={"attempt": 1}).json()
+    assert (one["round_id"], one["execution_attempt"], one["expected"]) == ("val-1", 1, 3)
+
+
+def test_a_new_execution_without_outcomes_leaves_the_latest_that_has_them(
+    api: TestClient,
+) -> None:
+    send(api, attempt(api), trial("e0", "q1", "success"))
+    attempt(api)  # started, nothing reported yet
+    answer = rounds(api)
+    assert (answer["execution_attempt"], answer["execution_attempts"]) == (1, [1])
+    missing = api.get(RUN + "/evaluation", params={"attempt": 2})
+    assert missing.status_code == 404
+    assert "attempts with rounds: 1" in missing.json()["error"]["message"]
+
+
+def test_a_round_that_does_not_exist_is_unknown_on_every_route(api: TestClient) -> None:
+    token = attempt(api)
+    empty_run = rounds(api)
+    assert empty_run == {
+        "state": "unknown",
+        "execution_attempt": None,
+        "execution_attempts": [],
+        "rounds": [],
+    }
+    assert api.get(RUN + "/evaluation/val-1/trials").status_code == 404
+    send(api, token, trial("e0", "q1", "success"))
+    for path in ("/evaluation/nope", "/evaluation/nope/trials", "/evaluation/nope/trials/q1"):
+        for params in ({}, {"attempt": 1}, {"attempt": 7}):
+            response = api.get(RUN + path, params=params)
+            assert response.status_code == 404, (path, params, response.text)
+            assert response.json()["error"]["code"] == "not_found"
+    assert api.get(RUN + "/evaluation/val-1", params={"attempt": 0}).status_code == 422
+    side = api.get(
+        "/api/v1/evaluation/matched",
+        params={"left": "demo/eval-run/val-1", "right": "demo/eval-run/val-1", "right_attempt": 2},
+    )
+    assert side.status_code == 404
+    assert "right_attempt" in side.json()["error"]["message"]
+
+
+def test_the_retry_history_counts_every_attempt_beside_the_100_shown(api: TestClient) -> None:
+    token = attempt(api)
+    for start in range(0, 130, 32):
+        events = [trial(f"e{n}", "q1", "failure", n) for n in range(start, min(start + 32, 130))]
+        assert send(api, token, *events).status_code == 200
+    history = api.get(RUN + "/evaluation/val-1/trials/q1").json()
+    assert (history["total_attempts"], history["shown"], len(history["attempts"])) == (
+        130,
+        100,
+        100,
+    )
+    assert history["attempts"][0]["trial_attempt"] == 129
 
 
 def test_trial_pages_filter_by_status_over_all_outcomes(api: TestClient) -> None:
@@ -278,6 +406,7 @@ def test_matched_evidence(api: TestClient) -> None:
     assert shown["transitions"]["success_to_failure"] == 1
     assert shown["difference"]["shown"] is True
     assert shown["difference"]["value"] == pytest.approx(0.25)
+    assert shown["difference"]["exact"] == {"numerator": 1, "denominator": 4}
     assert shown["difference"]["mcnemar_exact_p"] == pytest.approx(1.0)
     assert "not statistical proof" in shown["difference"]["label"]
 
@@ -295,10 +424,18 @@ def test_matched_evidence_says_which_condition_failed(api: TestClient) -> None:
     )
     answer = matched(api)
     assert answer["difference"]["shown"] is False
-    assert answer["difference"]["reasons"] == [
-        "settings digests differ",
-        "left round is not completely scored (2 of 3 trials scored)",
-        "right round is not completely scored (2 of 3 trials scored)",
+    assert answer["difference"]["conditions"] == [
+        {"code": "settings_digest_mismatch", "side": "both", "reason": "settings digests differ"},
+        {
+            "code": "left_incomplete_coverage",
+            "side": "left",
+            "reason": "left round is not completely scored (2 of 3 trials scored)",
+        },
+        {
+            "code": "right_incomplete_coverage",
+            "side": "right",
+            "reason": "right round is not completely scored (2 of 3 trials scored)",
+        },
     ]
     moves = answer["transitions"]
     assert (moves["success_to_failure"], moves["missing_left"], moves["missing_right"]) == (1, 1, 1)
@@ -335,15 +472,18 @@ def test_counts_follow_current_outcomes_in_any_arrival_order(api: TestClient) ->
             ]
             assert send(api, token, *events).status_code == 200
         reported += [(token, a) for a in mine]
-    expected = count_round(current_outcomes(a for _, a in reported).values(), expected=None)
-    (state,) = rounds(api)["rounds"]
-    assert state["counts"] == {
-        "success": expected.success,
-        "failure": expected.failure,
-        "infra_error": expected.infra_error,
-        "unscored": expected.unscored,
-        "reported": expected.reported,
-    }
+    current = current_outcomes(a for _, a in reported)
+    for execution in (1, 2):
+        mine = [outcome for (e, _), outcome in current.items() if e == execution]
+        expected = count_round(mine, expected=None)
+        (state,) = rounds(api, attempt=execution)["rounds"]
+        assert state["counts"] == {
+            "success": expected.success,
+            "failure": expected.failure,
+            "infra_error": expected.infra_error,
+            "unscored": expected.unscored,
+            "reported": expected.reported,
+        }
 
 
 def test_the_run_object_moves_with_every_stored_observation(api: TestClient) -> None:
@@ -360,3 +500,102 @@ def test_the_run_object_moves_with_every_stored_observation(api: TestClient) -> 
     send(api, token, trial("t2", "q1", "success", 1))  # a retry: the JSON moves again
     (listed,) = api.get("/api/v1/projects/demo/runs").json()
     assert listed["last_observation_id"] > second
+
+
+def test_a_changed_trial_result_is_refused_and_stores_nothing(api: TestClient) -> None:
+    token = attempt(api)
+    assert tally(send(api, token, trial("t1", "q1", "success", reward=1.0))) == (1, 0)
+    free = {"event_id": "free", "type": "event", "name": "tick", "fields": {"n": 1}}
+    changed = send(
+        api, token, free, trial("t2", "q1", "failure", reward=0.0), trial("t3", "q2", "success")
+    )
+    assert changed.status_code == 409
+    error = changed.json()["error"]
+    assert error["code"] == "outcome_conflict"
+    assert "round_id val-1, trial_id q1, trial_attempt 0" in error["message"]
+    assert error["conflicts"] == [
+        {
+            "index": 1,
+            "event_id": "t2",
+            "type": "trial",
+            "key": {
+                "execution_attempt": 1,
+                "round_id": "val-1",
+                "trial_id": "q1",
+                "trial_attempt": 0,
+            },
+            "fields": ["status", "reward"],
+        }
+    ]
+    assert [d["field"] for d in error["details"]] == ["events[1].status", "events[1].reward"]
+    # Nothing of the batch: not the free event, not the other trial, not the changed one.
+    assert [o["event_id"] for o in api.get(RUN + "/observations").json()] == ["t1"]
+    (state,) = rounds(api)["rounds"]
+    assert state["counts"]["reported"] == 1
+    assert state["counts"]["success"] == 1
+
+
+def test_an_identical_re_send_is_a_duplicate_whatever_its_event_id(api: TestClient) -> None:
+    token = attempt(api)
+    send(api, token, population("p1", 2), trial("t1", "q1", "success", reward=1.0))
+    again = send(api, token, population("p2", 2), trial("t9", "q1", "success", reward=1.0))
+    assert tally(again) == (0, 2)
+    assert again.json()["outcomes"] == {
+        "population": {"new": 0, "duplicate": 1, "conflict": 0},
+        "trial": {"new": 0, "duplicate": 1, "conflict": 0},
+    }
+    assert [o["event_id"] for o in api.get(RUN + "/observations").json()] == ["t1", "p1"]
+    changed = send(api, token, population("p3", 2, **{**DIGESTS, "dataset": "f" * 64}))
+    assert changed.status_code == 409
+    assert changed.json()["error"]["conflicts"][0]["fields"] == ["digests.dataset"]
+    assert changed.json()["error"]["conflicts"][0]["key"] == {
+        "execution_attempt": 1,
+        "round_id": "val-1",
+    }
+    assert [o["event_id"] for o in api.get(RUN + "/observations").json()] == ["t1", "p1"]
+
+
+def test_conflicts_within_one_batch_refuse_it(api: TestClient) -> None:
+    token = attempt(api)
+    twice = send(api, token, trial("a", "q1", "success"), trial("b", "q1", "unscored"))
+    assert twice.status_code == 409
+    assert twice.json()["error"]["conflicts"][0]["index"] == 1
+    same = send(api, token, trial("a", "q1", "success"), trial("b", "q1", "success"))
+    assert tally(same) == (1, 1)
+    assert rounds(api)["rounds"][0]["counts"]["reported"] == 1
+
+
+def test_an_event_id_naming_another_outcome_is_refused(api: TestClient) -> None:
+    token = attempt(api)
+    send(api, token, trial("same-id", "q1", "success"))
+    reused = send(api, token, trial("same-id", "q2", "success"))
+    assert reused.status_code == 409
+    assert reused.json()["error"]["details"][0]["field"] == "events[0].event_id"
+    # A restarted execution's outcome under the old execution's event ID is another outcome.
+    restarted = send(api, attempt(api), trial("same-id", "q1", "success"))
+    assert restarted.status_code == 409
+    assert "execution attempt 1" in restarted.json()["error"]["details"][0]["rule"]
+    assert [o["event_id"] for o in api.get(RUN + "/observations").json()] == ["same-id"]
+    assert api.get(RUN + "/evaluation/val-1/trials/q2").status_code == 404
+
+
+def test_matched_evidence_picks_an_execution_attempt_per_side(api: TestClient) -> None:
+    base = attempt(api, "base")
+    send(api, base, population("p", 2), trial("b0", "q0", "failure"), trial("b1", "q1", "failure"))
+    restarted = attempt(api, "base")
+    send(api, restarted, population("p-2", 2), trial("r0", "q0", "success"))
+    tuned = attempt(api, "tuned")
+    send(api, tuned, population("p", 2), trial("t0", "q0", "success"), trial("t1", "q1", "success"))
+    latest = matched(api)
+    assert (latest["left"]["execution_attempt"], latest["left"]["execution_attempts"]) == (
+        2,
+        [1, 2],
+    )
+    assert [c["code"] for c in latest["difference"]["conditions"]] == ["left_incomplete_coverage"]
+    first = api.get(
+        "/api/v1/evaluation/matched",
+        params={"left": "demo/base/val-1", "left_attempt": 1, "right": "demo/tuned/val-1"},
+    ).json()
+    assert first["left"]["execution_attempt"] == 1
+    assert first["transitions"]["failure_to_success"] == 2
+    assert first["difference"]["exact"] == {"numerator": 1, "denominator": 1}

@@ -18,6 +18,13 @@ observations``, at most 32 per request, each at most 16 KiB)::
        "trial_attempt": 0, "status": "success", "eligible": false, "reward": 1.0}]}
 
 A histogram's n bounds give n+1 buckets: (-inf, b0], (b0, b1], …, (bn-1, +inf).
+
+Outcomes (population declarations and trial results) are immutable by their content key,
+whatever their ``event_id``: a round is (run, execution attempt, round_id), the execution
+attempt being the ingest token's, so a declaration's key is (execution attempt, round_id)
+and a trial result's (execution attempt, round_id, trial_id, trial_attempt). An identical
+re-send is a duplicate; a changed one is an :class:`OutcomeConflict` (409) that stores
+nothing of its batch.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
-from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.errors import Conflict, InvalidInput, Violation
 from tuneplane.contract.ids import id_problem, metric_name_problem
 from tuneplane.contract.json_body import NotFinite, key_path, malformed
 from tuneplane.contract.limits import (
@@ -92,6 +99,132 @@ class Observation:
     body: dict[str, Any]
     population: Population | None = None
     trial: TrialResult | None = None
+
+
+#: What an outcome's content is, by wire field: the values a re-send must repeat.
+POPULATION_FIELDS: Final = (
+    "expected",
+    *(f"digests.{name}" for name in DIGEST_NAMES),
+    "task.name",
+    "task.version",
+)
+TRIAL_FIELDS: Final = ("status", "eligible", "reward", "error_type")
+
+
+def outcome_content(observation: Observation) -> dict[str, object]:
+    """An outcome event's content by wire field (:data:`POPULATION_FIELDS` or
+    :data:`TRIAL_FIELDS`); empty for other events."""
+    if observation.population is not None:
+        p = observation.population
+        return {
+            "expected": p.expected,
+            **{f"digests.{name}": p.digests.get(name) for name in DIGEST_NAMES},
+            "task.name": p.task_name,
+            "task.version": p.task_version,
+        }
+    if observation.trial is not None:
+        t = observation.trial
+        return {
+            "status": t.status,
+            "eligible": t.eligible,
+            "reward": t.reward,
+            "error_type": t.error_type,
+        }
+    return {}
+
+
+#: ("population", attempt, round) or ("trial", attempt, round, trial, trial attempt).
+OutcomeKey = tuple[Any, ...]
+
+
+def outcome_key(observation: Observation, execution_attempt: int) -> OutcomeKey | None:
+    if observation.population is not None:
+        return ("population", execution_attempt, observation.population.round_id)
+    if observation.trial is not None:
+        t = observation.trial
+        return ("trial", execution_attempt, t.round_id, t.trial_id, t.trial_attempt)
+    return None
+
+
+def describe_key(key: OutcomeKey) -> dict[str, object]:
+    """The key as the answers spell it."""
+    named: dict[str, object] = {"execution_attempt": key[1], "round_id": key[2]}
+    if key[0] == "trial":
+        named |= {"trial_id": key[3], "trial_attempt": key[4]}
+    return named
+
+
+def differing_fields(stored: dict[str, object], sent: dict[str, object]) -> list[str]:
+    return [name for name, value in sent.items() if stored.get(name) != value]
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeClash:
+    """One refused outcome event: its place in the batch, its key, the fields that differ
+    (``event_id`` when the ID already names another stored event)."""
+
+    index: int
+    event_id: str
+    key: OutcomeKey
+    fields: tuple[str, ...]
+    stored: dict[str, object]
+    sent: dict[str, object]
+
+
+def _clash_rule(clash: OutcomeClash, name: str) -> str:
+    if name == "event_id":
+        return (
+            f"already names {clash.stored['event_id']}; a different outcome needs an event_id "
+            "of its own (a restarted execution too)"
+        )
+    return (
+        f"differs from the stored outcome: stored {clash.stored.get(name)!r}, sent "
+        f"{clash.sent.get(name)!r}"
+    )
+
+
+class OutcomeConflict(Conflict):
+    """A changed re-send of an immutable outcome: the whole batch is refused (a batch is one
+    transaction) and nothing of it is stored, not even its other events."""
+
+    code = "outcome_conflict"
+
+    def __init__(self, clashes: list[OutcomeClash]) -> None:
+        first = clashes[0]
+        what = "population declaration" if first.key[0] == "population" else "trial result"
+        named = ", ".join(f"{k} {v}" for k, v in describe_key(first.key).items())
+        more = f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else ""
+        if first.fields == ("event_id",):
+            clash = f"comes under an event_id that {_clash_rule(first, 'event_id')[8:]}"
+        else:
+            clash = f"was already stored with different {', '.join(first.fields)}"
+        super().__init__(
+            f"events[{first.index}]: the {what} ({named}) {clash}{more}; nothing of this "
+            "batch was stored (an outcome is immutable: use a new trial_attempt or round_id "
+            "for a different outcome)",
+            tuple(
+                Violation(f"events[{c.index}].{name}", _clash_rule(c, name))
+                for c in clashes
+                for name in c.fields
+            ),
+        )
+        self.clashes = clashes
+
+    def to_json(self) -> dict[str, object]:
+        body = super().to_json()
+        error = body["error"]
+        assert isinstance(error, dict)
+        error["conflicts"] = [
+            {
+                "index": c.index,
+                "event_id": c.event_id,
+                "type": c.key[0],
+                "key": describe_key(c.key),
+                "fields": list(c.fields),
+            }
+            for c in self.clashes
+        ]
+        return body
 
 
 class _Check:

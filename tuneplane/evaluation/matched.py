@@ -2,8 +2,11 @@
 
 Transitions are always shown over the union of trials. The success-rate difference is shown
 only when the protocols match (dataset, cohort, verifier and settings digests) and both
-rounds are completely scored; otherwise the answer names each failed condition. The exact
-McNemar test on the discordant pairs is offered beside it, labelled as what it is.
+rounds are completely scored; otherwise the answer names each failed condition as a code
+with its side (``left_undeclared``, ``right_incomplete_coverage``, ``dataset_digest_mismatch``
+…, see :class:`Condition`). A round declaring 0 trials is never complete. The difference is
+also given as an exact fraction. The exact McNemar test on the discordant pairs is offered
+beside it, labelled as what it is.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from fractions import Fraction
+from typing import Final, Literal
 
 from tuneplane.evaluation.outcomes import Missing, Rate, RoundCounts, Status, success_rate
 
@@ -61,6 +65,26 @@ def mcnemar_exact(failure_to_success: int, success_to_failure: int) -> float:
     return min(1.0, 2 * tail)
 
 
+Side = Literal["left", "right", "both"]
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One failed condition of the difference. Codes:
+
+    - ``{side}_undeclared``: the round has no population declaration;
+    - ``{side}_empty_population``: it declares 0 trials (never complete);
+    - ``{side}_excess_trials``: more distinct trials reported than declared;
+    - ``{side}_incomplete_coverage``: not every declared trial is scored;
+    - ``{side}_{digest}_digest_undeclared``: that side declares no such digest;
+    - ``{digest}_digest_mismatch`` (side ``both``): both declare it, differently.
+    """
+
+    code: str
+    side: Side
+    reason: str
+
+
 @dataclass(frozen=True, slots=True)
 class Difference:
     """An observed difference of success rates, not a statistical proof."""
@@ -68,7 +92,62 @@ class Difference:
     left: Rate
     right: Rate
     difference: float
+    #: right - left exactly: success_r / scored_r - success_l / scored_l.
+    exact: Fraction
     mcnemar_p: float
+
+
+def _digest_conditions(
+    left: Mapping[str, str | None], right: Mapping[str, str | None]
+) -> list[Condition]:
+    found: list[Condition] = []
+    for name in DIGESTS:
+        a, b = left.get(name), right.get(name)
+        for side, value in (("left", a), ("right", b)):
+            if value is None:
+                found.append(
+                    Condition(
+                        f"{side}_{name}_digest_undeclared",
+                        side,  # type: ignore[arg-type]
+                        f"{side} round declares no {name} digest",
+                    )
+                )
+        if a is not None and b is not None and a != b:
+            found.append(Condition(f"{name}_digest_mismatch", "both", f"{name} digests differ"))
+    return found
+
+
+def _coverage_conditions(side: Side, counts: RoundCounts) -> list[Condition]:
+    if counts.expected is None:
+        return [Condition(f"{side}_undeclared", side, f"{side} round has no declared population")]
+    found: list[Condition] = []
+    if counts.expected == 0:
+        found.append(
+            Condition(
+                f"{side}_empty_population",
+                side,
+                f"{side} round declares 0 trials, so it is never complete",
+            )
+        )
+    if counts.reported > counts.expected:
+        found.append(
+            Condition(
+                f"{side}_excess_trials",
+                side,
+                f"{side} round reports {counts.reported} distinct trials but declares "
+                f"{counts.expected}",
+            )
+        )
+    elif counts.scored != counts.expected:
+        found.append(
+            Condition(
+                f"{side}_incomplete_coverage",
+                side,
+                f"{side} round is not completely scored ({counts.scored} of "
+                f"{counts.expected} trials scored)",
+            )
+        )
+    return found
 
 
 def matched_difference(
@@ -77,33 +156,21 @@ def matched_difference(
     left_digests: Mapping[str, str | None],
     right_digests: Mapping[str, str | None],
     moves: Transitions,
-) -> Difference | list[Missing]:
-    """The difference, or every reason it cannot be shown."""
-    reasons: list[Missing] = []
-    for name in DIGESTS:
-        a, b = left_digests.get(name), right_digests.get(name)
-        if a is None or b is None:
-            reasons.append(Missing(f"{name} digest not declared on both sides"))
-        elif a != b:
-            reasons.append(Missing(f"{name} digests differ"))
-    for side, counts in (("left", left), ("right", right)):
-        if counts.expected is None:
-            reasons.append(Missing(f"{side} round has no declared population"))
-        elif counts.scored != counts.expected or counts.reported != counts.expected:
-            reasons.append(
-                Missing(
-                    f"{side} round is not completely scored ({counts.scored} of "
-                    f"{counts.expected} trials scored)"
-                )
-            )
-    if reasons:
-        return reasons
+) -> Difference | list[Condition]:
+    """The difference, or every condition that keeps it from being shown."""
+    conditions = _digest_conditions(left_digests, right_digests)
+    conditions += _coverage_conditions("left", left) + _coverage_conditions("right", right)
+    if conditions:
+        return conditions
     left_rate, right_rate = success_rate(left), success_rate(right)
-    if isinstance(left_rate, Missing) or isinstance(right_rate, Missing):
-        return [r for r in (left_rate, right_rate) if isinstance(r, Missing)]
+    # Complete coverage of at least one declared trial: both sides have scored trials.
+    assert not isinstance(left_rate, Missing)
+    assert not isinstance(right_rate, Missing)
+    exact = Fraction(right.success, right.scored) - Fraction(left.success, left.scored)
     return Difference(
         left=left_rate,
         right=right_rate,
-        difference=right_rate.value - left_rate.value,
+        difference=float(exact),
+        exact=exact,
         mcnemar_p=mcnemar_exact(moves.failure_to_success, moves.success_to_failure),
     )

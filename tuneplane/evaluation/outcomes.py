@@ -5,8 +5,15 @@ scoring coverage = (success + failure) / expected
 not yet reported = expected - distinct trials reported
 
 An unknown population, an empty denominator or more distinct trials than expected never
-yield a percentage: they yield a ``Missing`` with the reason. Every rate carries its Wilson
-95% interval.
+yield a percentage: they yield a ``Missing`` with every code that applies and the sentence
+shown to people. Every rate carries its Wilson 95% interval.
+
+Codes (machine-readable, documented in docs/evaluation.md):
+
+- ``empty_denominator``: the success rate's success + failure is 0, or the population
+  declares 0 trials (coverage and not-yet-reported);
+- ``unknown_population``: no declaration has arrived for the round;
+- ``excess_trials``: more distinct trials reported than the population declares.
 """
 
 from __future__ import annotations
@@ -33,9 +40,10 @@ class Rate:
 
 @dataclass(frozen=True, slots=True)
 class Missing:
-    """Why there is no number."""
+    """Why there is no number: every code that applies, and the sentence for people."""
 
     reason: str
+    codes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,27 +95,35 @@ def _rate(numerator: int, denominator: int) -> Rate:
 
 
 def _population_problem(counts: RoundCounts) -> Missing | None:
+    """Why coverage and not-yet-reported cannot be figured: every condition that holds."""
     if counts.expected is None:
-        return Missing("unknown population: the round declared no expected trial count")
-    if counts.reported > counts.expected:
         return Missing(
+            "unknown population: the round declared no expected trial count",
+            ("unknown_population",),
+        )
+    codes: list[str] = []
+    sentences: list[str] = []
+    if counts.expected == 0:
+        codes.append("empty_denominator")
+        sentences.append("the population declares 0 trials")
+    if counts.reported > counts.expected:
+        codes.append("excess_trials")
+        sentences.append(
             f"{counts.reported} distinct trials reported but the population declares "
             f"{counts.expected}"
         )
-    return None
+    if not codes:
+        return None
+    return Missing("; ".join(sentences), tuple(codes))
 
 
 def success_rate(counts: RoundCounts) -> Rate | Missing:
     """success / (success + failure); execution errors and unscored trials are not failures.
 
-    It needs no population, but more distinct trials than declared means the results are
-    not the declared evaluation, so there is no rate then either."""
+    It needs no population, and it is withheld only when success + failure is 0: excess
+    trials withhold coverage, not the rate of the trials that were scored."""
     if counts.scored == 0:
-        return Missing("no scored trials: success + failure is 0")
-    if counts.expected is not None and counts.reported > counts.expected:
-        problem = _population_problem(counts)
-        assert problem is not None
-        return problem
+        return Missing("no scored trials: success + failure is 0", ("empty_denominator",))
     return _rate(counts.success, counts.scored)
 
 
@@ -117,8 +133,6 @@ def scoring_coverage(counts: RoundCounts) -> Rate | Missing:
     if problem is not None:
         return problem
     assert counts.expected is not None
-    if counts.expected == 0:
-        return Missing("the population declares 0 trials")
     return _rate(counts.scored, counts.expected)
 
 
@@ -131,15 +145,16 @@ def not_yet_reported(counts: RoundCounts) -> int | Missing:
     return counts.expected - counts.reported
 
 
-def current_outcomes(attempts: Iterable[TrialAttempt]) -> dict[str, TrialAttempt]:
-    """Each trial's current outcome: its highest (execution attempt, trial attempt), whatever
-    order the attempts arrived in."""
-    current: dict[str, TrialAttempt] = {}
+def current_outcomes(attempts: Iterable[TrialAttempt]) -> dict[tuple[int, str], TrialAttempt]:
+    """Each trial's current outcome in each execution attempt: its highest trial attempt,
+    whatever order the attempts arrived in. Executions never supersede each other: a
+    restart's trial attempt 0 is its own round's, beside the earlier execution's attempt 3."""
+    current: dict[tuple[int, str], TrialAttempt] = {}
     for attempt in attempts:
-        held = current.get(attempt.trial_id)
-        key = (attempt.execution_attempt, attempt.trial_attempt)
-        if held is None or key > (held.execution_attempt, held.trial_attempt):
-            current[attempt.trial_id] = attempt
+        key = (attempt.execution_attempt, attempt.trial_id)
+        held = current.get(key)
+        if held is None or attempt.trial_attempt > held.trial_attempt:
+            current[key] = attempt
     return current
 
 

@@ -125,6 +125,7 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("GET", "/account"): Rule("manage-account"),
     ("GET", "/api/v1/session"): Rule("view-instance"),
     ("POST", "/api/v1/session"): Rule("sign-in"),
+    ("GET", _RUN + "/evaluation/{round_id}"): _READ,
     ("DELETE", "/api/v1/session"): Rule("manage-account"),
     ("POST", "/api/v1/setup"): Rule("sign-in"),
     ("POST", "/api/v1/share-session"): Rule("sign-in"),

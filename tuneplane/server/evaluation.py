@@ -1,8 +1,13 @@
 """The Validation tab's API: observation events, evaluation rounds with honest counts and
-rates, trial pages with retry histories, and matched evidence between two runs."""
+rates, trial pages with retry histories, and matched evidence between two runs.
+
+A round is (run, execution attempt, round_id). Every evaluation read takes ``attempt`` (the
+execution attempt; by default the latest that reported outcomes) and answers which
+attempts have rounds. A round that does not exist is a 404 on every route."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -29,6 +34,11 @@ from tuneplane.store.observations import recent_observations
 
 router = APIRouter(prefix="/api/v1", tags=["evaluation"])
 RUN = "/projects/{project}/runs/{run}"
+#: An execution attempt: attempts are numbered from 1 in a 32-bit column.
+Attempt = Annotated[
+    int | None,
+    Query(ge=1, le=2**31 - 1, description="execution attempt (default: latest with outcomes)"),
+]
 
 
 def _counts(state: RoundState) -> RoundCounts:
@@ -43,7 +53,7 @@ def _counts(state: RoundState) -> RoundCounts:
 
 def _number(value: Rate | Missing | int) -> dict[str, Any]:
     if isinstance(value, Missing):
-        return {"value": None, "reason": value.reason}
+        return {"value": None, "codes": list(value.codes), "reason": value.reason}
     if isinstance(value, int):
         return {"value": value}
     return {
@@ -82,6 +92,38 @@ def _run_id(connection: Connection, project: str, run: str) -> int:
     return catalog.get_run(connection, project, run).id
 
 
+def _attempt(
+    connection: Connection, run_id: int, wanted: int | None, where: str, field: str = "attempt"
+) -> tuple[int | None, list[int]]:
+    """The execution attempt to read (the latest with outcomes unless ``wanted``) and every
+    attempt that has rounds; an attempt without rounds is unknown."""
+    attempts = evaluation.execution_attempts(connection, run_id)
+    if wanted is None:
+        return (attempts[-1] if attempts else None), attempts
+    if wanted not in attempts:
+        having = ", ".join(map(str, attempts)) or "none"
+        raise NotFound(
+            f"{field}: execution attempt {wanted} of {where} reported no evaluation outcome "
+            f"(attempts with rounds: {having})"
+        )
+    return wanted, attempts
+
+
+def _round(
+    connection: Connection, project: str, run: str, round_id: str, wanted: int | None
+) -> tuple[int, int, RoundState, list[int]]:
+    """(run id, execution attempt, the round, attempts with rounds), or 404."""
+    run_id = _run_id(connection, project, run)
+    attempt, attempts = _attempt(connection, run_id, wanted, f"{project}/{run}")
+    found = [] if attempt is None else evaluation.rounds(connection, run_id, attempt, round_id)
+    if not found:
+        raise NotFound(
+            f"round_id: round {round_id!r} has no declaration or result in {project}/{run}"
+            + ("" if attempt is None else f" (execution attempt {attempt})")
+        )
+    return run_id, attempt, found[0], attempts  # type: ignore[return-value]
+
+
 @router.get(RUN + "/observations")
 def list_observations(
     request: Request,
@@ -113,19 +155,33 @@ def list_observations(
 
 
 @router.get(RUN + "/evaluation")
-def list_rounds(request: Request, project: str, run: str) -> Response:
-    """Per round: successes, model failures, execution errors, unscored, not yet reported;
-    success rate and scoring coverage with Wilson 95% intervals, or the reason there is
-    none. ``state`` is ``unknown`` for a run that never sent an outcome event."""
+def list_rounds(request: Request, project: str, run: str, attempt: Attempt = None) -> Response:
+    """Per round of one execution attempt: successes, model failures, execution errors,
+    unscored, not yet reported; success rate and scoring coverage with Wilson 95%
+    intervals, or the codes and reason there is none. ``state`` is ``unknown`` for a run
+    that never sent an outcome event; ``execution_attempts`` lists those with rounds."""
     with app_state(request).database.connect() as connection:
         run_id = _run_id(connection, project, run)
-        states = evaluation.rounds(connection, run_id)
+        chosen, attempts = _attempt(connection, run_id, attempt, f"{project}/{run}")
+        states = [] if chosen is None else evaluation.rounds(connection, run_id, chosen)
     return JSON(
         {
             "state": "reported" if states else "unknown",
+            "execution_attempt": chosen,
+            "execution_attempts": attempts,
             "rounds": [_round_json(state) for state in states],
         }
     )
+
+
+@router.get(RUN + "/evaluation/{round_id}")
+def read_round(
+    request: Request, project: str, run: str, round_id: str, attempt: Attempt = None
+) -> Response:
+    """One round of one execution attempt, as in the list; 404 when it does not exist."""
+    with app_state(request).database.connect() as connection:
+        _, chosen, state, attempts = _round(connection, project, run, round_id, attempt)
+    return JSON({**_round_json(state), "execution_attempt": chosen, "execution_attempts": attempts})
 
 
 @router.get(RUN + "/evaluation/{round_id}/trials")
@@ -134,26 +190,28 @@ def list_trials(
     project: str,
     run: str,
     round_id: str,
+    attempt: Attempt = None,
     status: str | None = None,
     after: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Response:
-    """Current outcomes of every reported trial, by trial id, optionally of one status;
-    pass ``next`` as ``after`` for the next page."""
+    """Current outcomes of every reported trial of the round, by trial id, optionally of
+    one status; pass ``next`` as ``after`` for the next page."""
     if status is not None and status not in TRIAL_STATUSES:
         raise InvalidInput((Violation("status", f"must be one of {', '.join(TRIAL_STATUSES)}"),))
     with app_state(request).database.connect() as connection:
-        run_id = _run_id(connection, project, run)
-        rows = evaluation.trial_page(connection, run_id, round_id, status, after, limit)
+        run_id, chosen, _, _ = _round(connection, project, run, round_id, attempt)
+        rows = evaluation.trial_page(connection, run_id, chosen, round_id, status, after, limit)
     return JSON(
         {
+            "execution_attempt": chosen,
             "trials": [
                 {
                     "trial_id": r.trial_id,
                     "status": r.status,
                     "eligible": r.eligible,
                     "reward": r.reward,
-                    "execution_attempt": r.execution_attempt,
+                    "execution_attempt": chosen,
                     "trial_attempt": r.trial_attempt,
                     "attempts": r.attempts,
                 }
@@ -166,54 +224,93 @@ def list_trials(
 
 @router.get(RUN + "/evaluation/{round_id}/trials/{trial_id}")
 def trial_history(
-    request: Request, project: str, run: str, round_id: str, trial_id: str
+    request: Request,
+    project: str,
+    run: str,
+    round_id: str,
+    trial_id: str,
+    attempt: Attempt = None,
 ) -> Response:
-    """A trial's retry history, current attempt first (at most 100 attempts)."""
+    """A trial's retry history in the round, current attempt first: at most 100 attempts
+    shown, ``total_attempts`` counting all of them."""
     with app_state(request).database.connect() as connection:
-        run_id = _run_id(connection, project, run)
-        rows = evaluation.trial_history(connection, run_id, round_id, trial_id)
-    if not rows:
-        raise NotFound(f"trial {trial_id!r} has no reported attempt in round {round_id!r}")
+        run_id, chosen, _, _ = _round(connection, project, run, round_id, attempt)
+        history = evaluation.trial_history(connection, run_id, chosen, round_id, trial_id)
+    if not history.attempts:
+        raise NotFound(
+            f"trial_id: trial {trial_id!r} has no reported attempt in round {round_id!r} "
+            f"(execution attempt {chosen})"
+        )
     return JSON(
-        [
-            {
-                "execution_attempt": r.execution_attempt,
-                "trial_attempt": r.trial_attempt,
-                "status": r.status,
-                "eligible": r.eligible,
-                "reward": r.reward,
-                "error_type": r.error_type,
-                "received_at": r.received_at,
-            }
-            for r in rows
-        ]
+        {
+            "trial_id": trial_id,
+            "round_id": round_id,
+            "execution_attempt": chosen,
+            "total_attempts": history.total,
+            "shown": len(history.attempts),
+            "attempts": [
+                {
+                    "execution_attempt": chosen,
+                    "trial_attempt": r.trial_attempt,
+                    "status": r.status,
+                    "eligible": r.eligible,
+                    "reward": r.reward,
+                    "error_type": r.error_type,
+                    "received_at": r.received_at,
+                }
+                for r in history.attempts
+            ],
+        }
     )
 
 
-def _side(connection: Connection, spec: str, name: str) -> tuple[RoundState, dict[str, str]]:
+@dataclass(frozen=True, slots=True)
+class _Side:
+    state: RoundState
+    statuses: dict[str, str]
+    attempt: int
+    attempts: list[int]
+
+
+def _side(connection: Connection, spec: str, name: str, wanted: int | None) -> _Side:
     project, _, rest = spec.partition("/")
     run, _, round_id = rest.partition("/")
     if not (project and run and round_id):
         raise InvalidInput((Violation(name, "must be project/run/round_id"),))
     run_id = _run_id(connection, project, run)
-    found = evaluation.rounds(connection, run_id, round_id)
+    attempt, attempts = _attempt(
+        connection, run_id, wanted, f"{project}/{run}", field=f"{name}_attempt"
+    )
+    found = [] if attempt is None else evaluation.rounds(connection, run_id, attempt, round_id)
     if not found:
+        where = "" if attempt is None else f" (execution attempt {attempt})"
         raise NotFound(
-            f"{name}: round {round_id!r} has no declaration or result in {project}/{run}"
+            f"{name}: round {round_id!r} has no declaration or result in {project}/{run}{where}"
         )
-    return found[0], evaluation.current_statuses(connection, run_id, round_id)
+    assert attempt is not None
+    statuses = evaluation.current_statuses(connection, run_id, attempt, round_id)
+    return _Side(found[0], statuses, attempt, attempts)
 
 
 @router.get("/evaluation/matched")
-def matched(request: Request, left: str, right: str) -> Response:
+def matched(
+    request: Request,
+    left: str,
+    right: str,
+    left_attempt: Attempt = None,
+    right_attempt: Attempt = None,
+) -> Response:
     """Matched evidence for one explicitly chosen round on each side
-    (``left=project/run/round``). Transitions are always shown; the success-rate difference
-    only when the protocol digests match and both rounds are completely scored. It is an
-    observed difference, not statistical proof; the exact McNemar p-value is given beside."""
+    (``left=project/run/round``, ``left_attempt`` its execution attempt, by default the
+    latest with outcomes). Transitions are always shown; the success-rate difference only
+    when the protocol digests match and both rounds are completely scored, as a decimal
+    and an exact fraction; otherwise every failed condition as a code with its side. It is
+    an observed difference, not statistical proof; the exact McNemar p-value is beside."""
     with app_state(request).database.connect() as connection:
-        left_round, left_status = _side(connection, left, "left")
-        right_round, right_status = _side(connection, right, "right")
-    moves = transitions(left_status, right_status)  # type: ignore[arg-type]
+        left_side = _side(connection, left, "left", left_attempt)
+        right_side = _side(connection, right, "right", right_attempt)
+    left_round, right_round = left_side.state, right_side.state
+    moves = transitions(left_side.statuses, right_side.statuses)  # type: ignore[arg-type]
     result = matched_difference(
         _counts(left_round),
         _counts(right_round),
@@ -229,15 +326,31 @@ def matched(request: Request, left: str, right: str) -> Response:
             "left": _number(result.left),
             "right": _number(result.right),
             "value": result.difference,
+            "exact": {
+                "numerator": result.exact.numerator,
+                "denominator": result.exact.denominator,
+            },
             "mcnemar_exact_p": result.mcnemar_p,
             "mcnemar_label": "exact McNemar test on discordant trial pairs (two-sided)",
         }
     else:
-        difference = {"shown": False, "reasons": [reason.reason for reason in result]}
+        difference = {
+            "shown": False,
+            "conditions": [{"code": c.code, "side": c.side, "reason": c.reason} for c in result],
+            "reasons": [c.reason for c in result],
+        }
     return JSON(
         {
-            "left": _round_json(left_round),
-            "right": _round_json(right_round),
+            "left": {
+                **_round_json(left_round),
+                "execution_attempt": left_side.attempt,
+                "execution_attempts": left_side.attempts,
+            },
+            "right": {
+                **_round_json(right_round),
+                "execution_attempt": right_side.attempt,
+                "execution_attempts": right_side.attempts,
+            },
             "transitions": {
                 "failure_to_success": moves.failure_to_success,
                 "success_to_failure": moves.success_to_failure,

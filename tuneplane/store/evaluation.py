@@ -1,10 +1,13 @@
-"""Reads of evaluation outcomes: per-round counts, trial pages, retry histories."""
+"""Reads of evaluation outcomes: per-round counts, trial pages, retry histories.
+
+A round is (run, execution attempt, round_id): every read names the execution attempt.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select, union
 
 from tuneplane.contract.limits import TRIAL_HISTORY_MAX
 from tuneplane.contract.observations import DIGEST_NAMES
@@ -27,10 +30,21 @@ class RoundState:
     tally: dict[str, int] = field(default_factory=dict)
 
 
+def execution_attempts(connection: Connection, run_id: int) -> list[int]:
+    """The run's execution attempts that reported outcomes (have rounds), oldest first."""
+    query = union(
+        select(eval_rounds.c.execution_attempt).where(eval_rounds.c.run_id == run_id),
+        select(round_tallies.c.execution_attempt).where(round_tallies.c.run_id == run_id),
+    )
+    return sorted(int(attempt) for (attempt,) in connection.execute(query))
+
+
 def _declarations(
-    connection: Connection, run_id: int, round_id: str | None
+    connection: Connection, run_id: int, attempt: int, round_id: str | None
 ) -> dict[str, Declaration]:
-    query = select(eval_rounds).where(eval_rounds.c.run_id == run_id)
+    query = select(eval_rounds).where(
+        eval_rounds.c.run_id == run_id, eval_rounds.c.execution_attempt == attempt
+    )
     if round_id is not None:
         query = query.where(eval_rounds.c.round_id == round_id)
     return {
@@ -44,16 +58,20 @@ def _declarations(
     }
 
 
-def rounds(connection: Connection, run_id: int, round_id: str | None = None) -> list[RoundState]:
-    """Every round of the run (declared, or known from its results), with status counts
-    over the current outcomes of all reported trials."""
+def rounds(
+    connection: Connection, run_id: int, attempt: int, round_id: str | None = None
+) -> list[RoundState]:
+    """Every round of the execution attempt (declared, or known from its results), with
+    status counts over the current outcomes of all reported trials."""
     query = select(round_tallies.c.round_id, round_tallies.c.status, round_tallies.c.count).where(
-        round_tallies.c.run_id == run_id, round_tallies.c.count > 0
+        round_tallies.c.run_id == run_id,
+        round_tallies.c.execution_attempt == attempt,
+        round_tallies.c.count > 0,
     )
     if round_id is not None:
         query = query.where(round_tallies.c.round_id == round_id)
     states: dict[str, RoundState] = {}
-    for name, declaration in _declarations(connection, run_id, round_id).items():
+    for name, declaration in _declarations(connection, run_id, attempt, round_id).items():
         states[name] = RoundState(name, declaration)
     for name, status, count in connection.execute(query):
         states.setdefault(name, RoundState(name)).tally[status] = int(count)
@@ -63,7 +81,6 @@ def rounds(connection: Connection, run_id: int, round_id: str | None = None) -> 
 @dataclass(frozen=True, slots=True)
 class TrialRow:
     trial_id: str
-    execution_attempt: int
     trial_attempt: int
     status: str
     eligible: bool
@@ -74,6 +91,7 @@ class TrialRow:
 def trial_page(
     connection: Connection,
     run_id: int,
+    attempt: int,
     round_id: str,
     status: str | None,
     after: str | None,
@@ -83,14 +101,17 @@ def trial_page(
     query = (
         select(
             trial_current.c.trial_id,
-            trial_current.c.execution_attempt,
             trial_current.c.trial_attempt,
             trial_current.c.status,
             trial_current.c.eligible,
             trial_current.c.reward,
             trial_current.c.attempts,
         )
-        .where(trial_current.c.run_id == run_id, trial_current.c.round_id == round_id)
+        .where(
+            trial_current.c.run_id == run_id,
+            trial_current.c.execution_attempt == attempt,
+            trial_current.c.round_id == round_id,
+        )
         .order_by(trial_current.c.trial_id)
         .limit(limit)
     )
@@ -103,7 +124,6 @@ def trial_page(
 
 @dataclass(frozen=True, slots=True)
 class AttemptRow:
-    execution_attempt: int
     trial_attempt: int
     status: str
     eligible: bool
@@ -112,13 +132,27 @@ class AttemptRow:
     received_at: float
 
 
+@dataclass(frozen=True, slots=True)
+class History:
+    #: Every attempt reported, however many.
+    total: int
+    #: The newest ``TRIAL_HISTORY_MAX``, current (highest trial attempt) first.
+    attempts: list[AttemptRow]
+
+
 def trial_history(
-    connection: Connection, run_id: int, round_id: str, trial_id: str
-) -> list[AttemptRow]:
-    """A trial's attempts, current first (at most ``TRIAL_HISTORY_MAX``)."""
+    connection: Connection, run_id: int, attempt: int, round_id: str, trial_id: str
+) -> History:
+    """A trial's attempts in one execution's round, current first (at most
+    ``TRIAL_HISTORY_MAX``), and how many there are in all."""
+    where = (
+        trial_results.c.run_id == run_id,
+        trial_results.c.round_id == round_id,
+        trial_results.c.trial_id == trial_id,
+        trial_results.c.execution_attempt == attempt,
+    )
     query = (
         select(
-            trial_results.c.execution_attempt,
             trial_results.c.trial_attempt,
             trial_results.c.status,
             trial_results.c.eligible,
@@ -126,20 +160,25 @@ def trial_history(
             trial_results.c.error_type,
             trial_results.c.received_at,
         )
-        .where(
-            trial_results.c.run_id == run_id,
-            trial_results.c.round_id == round_id,
-            trial_results.c.trial_id == trial_id,
-        )
-        .order_by(trial_results.c.execution_attempt.desc(), trial_results.c.trial_attempt.desc())
+        .where(*where)
+        .order_by(trial_results.c.trial_attempt.desc())
         .limit(TRIAL_HISTORY_MAX)
     )
-    return [AttemptRow(*row) for row in connection.execute(query)]
+    rows = [AttemptRow(*row) for row in connection.execute(query)]
+    total = len(rows)
+    if total == TRIAL_HISTORY_MAX:
+        count = select(func.count()).select_from(trial_results).where(*where)
+        total = int(connection.execute(count).scalar_one())
+    return History(total, rows)
 
 
-def current_statuses(connection: Connection, run_id: int, round_id: str) -> dict[str, str]:
+def current_statuses(
+    connection: Connection, run_id: int, attempt: int, round_id: str
+) -> dict[str, str]:
     query = select(trial_current.c.trial_id, trial_current.c.status).where(
-        trial_current.c.run_id == run_id, trial_current.c.round_id == round_id
+        trial_current.c.run_id == run_id,
+        trial_current.c.execution_attempt == attempt,
+        trial_current.c.round_id == round_id,
     )
     return {trial: status for trial, status in connection.execute(query)}
 

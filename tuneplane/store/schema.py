@@ -205,13 +205,15 @@ observations = Table(
 # Health snapshots stay findable whatever the recent-event window holds.
 Index("ix_observations_run_type", observations.c.run_id, observations.c.type, observations.c.id)
 
-# Evaluation population declarations: the first accepted wins.
+# Evaluation population declarations: the first accepted wins. A round is (run, execution
+# attempt, round_id): a restarted execution declares and reports its own round.
 eval_rounds = Table(
     "eval_rounds",
     metadata,
     Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True),
     Column("round_id", String(128), primary_key=True),
     Column("expected", BigInteger, nullable=False),
+    Column("execution_attempt", Integer, primary_key=True),
     Column("dataset", String(64), nullable=True),
     Column("cohort", String(64), nullable=True),
     Column("verifier", String(64), nullable=True),
@@ -237,15 +239,15 @@ trial_results = Table(
     Column("received_at", Float, nullable=False),
 )
 
-# Each trial's current outcome: its highest (execution attempt, trial attempt), maintained
-# at ingest so counts and filtered pages over 100,000 trials stay index reads.
+# Each trial's current outcome in its round: its highest trial attempt, maintained at ingest
+# so counts and filtered pages over 100,000 trials stay index reads.
 trial_current = Table(
     "trial_current",
     metadata,
     Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True),
     Column("round_id", String(128), primary_key=True),
     Column("trial_id", String(128), primary_key=True),
-    Column("execution_attempt", Integer, nullable=False),
+    Column("execution_attempt", Integer, primary_key=True),
     Column("trial_attempt", BigInteger, nullable=False),
     Column("status", String(16), nullable=False),
     Column("eligible", Boolean, nullable=False),
@@ -258,6 +260,7 @@ Index(
     trial_current.c.run_id,
     trial_current.c.round_id,
     trial_current.c.status,
+    trial_current.c.execution_attempt,
     trial_current.c.trial_id,
 )
 
@@ -268,6 +271,7 @@ round_tallies = Table(
     Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True),
     Column("round_id", String(128), primary_key=True),
     Column("status", String(16), primary_key=True),
+    Column("execution_attempt", Integer, primary_key=True),
     Column("count", BigInteger, nullable=False),
 )
 
