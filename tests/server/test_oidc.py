@@ -31,6 +31,7 @@ ACCOUNTS: dict[str, dict[str, object]] = {
 class Server:
     base: str
     data: Path
+    log: Path
 
     def users(self) -> list[str]:
         listed = subprocess.run(
@@ -52,9 +53,10 @@ def provider() -> Iterator[RunningProvider]:
 @pytest.fixture(scope="module")
 def server(provider: RunningProvider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     data = tmp_path_factory.mktemp("sso")
+    log = data / "server.log"
     env = provider.server_env(allowed_domains="example.com", allowed_orgs="research")
-    with running_server("--data-dir", str(data), env=env) as base:
-        yield Server(base, data)
+    with running_server("--data-dir", str(data), env=env, output=log) as base:
+        yield Server(base, data, log)
 
 
 Browsers = Callable[..., httpx.Client]
@@ -145,6 +147,9 @@ def test_an_account_off_the_list_is_refused_and_gets_no_account(
     assert refusal(location) == {"sso": ["not-allowed"], "next": ["/projects/p"]}
     assert session(client, server.base)["signed_in"] is False
     assert not [line for line in server.users() if line.startswith(login)]
+    # The server's output says whom it refused, so an administrator knows whom to add.
+    email = ACCOUNTS[login]["email"]
+    assert f"single sign-on refused {email!r}: not on the allow-list" in server.log.read_text()
 
 
 def test_a_disabled_account_is_refused(browsers: Browsers, server: Server) -> None:

@@ -194,7 +194,8 @@ async def finish_sign_in(request: Request) -> Response:
             raise Refused("expired")
         claims = await _identify(request, provider, flow)
         if not oidc.admits(provider.settings.allow, claims, provider.settings.org_claim):
-            log.info("single sign-on refused %s: not on the allow-list", _who(claims))
+            # In the server's output, so an administrator can see whom to add.
+            log.warning("single sign-on refused %s: not on the allow-list", _who(claims))
             raise Refused("not-allowed")
         session = await app_state(request).database.write(
             _sign_in, str(claims["iss"]), str(claims["sub"]), claims
@@ -234,7 +235,9 @@ async def _identify(request: Request, provider: Provider, flow: Flow) -> dict[st
             if extra.get("sub") == claims["sub"]:  # else it describes someone else
                 claims = {**extra, **claims}
     except (OAuthError, JoseError) as failure:
-        log.info("single sign-on refused: %s", type(failure).__name__)
+        log.warning(
+            "single sign-on refused: the provider's answer failed %s", type(failure).__name__
+        )
         raise Refused("token") from failure
     except (httpx2.HTTPError, ValueError) as failure:
         raise _down(provider, failure) from failure
@@ -254,7 +257,7 @@ def _sign_in(connection: Connection, issuer: str, subject: str, claims: dict[str
         connection, issuer, subject, claims
     )
     if user.disabled:
-        log.info("single sign-on refused %r: the account is disabled", user.login)
+        log.warning("single sign-on refused %r: the account is disabled", user.login)
         raise Refused("disabled")
     return accounts.create_session(connection, user.id)
 
