@@ -53,7 +53,9 @@ CSRF_HEADER: Final = "x-csrf-token"
 _SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
 #: How a route is authorized besides the actions: its own credential, or nobody at all.
-Special = Literal["ingest-token", "arena-secret", "anyone", "create-run", "sign-in"]
+Special = Literal[
+    "ingest-token", "arena-secret", "trackio-token", "anyone", "create-run", "sign-in"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +83,18 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("POST", "/api/v1/ingest/status"): Rule("ingest-token"),
     ("POST", "/api/v1/ingest/observations"): Rule("ingest-token"),
     ("POST", "/api/v1/ingest/heartbeat"): Rule("ingest-token"),
+    # The Trackio protocol (server/trackio.py): the write token in x-trackio-write-token is
+    # an API key, which each route resolves and holds to write-run / create-project (or
+    # read-run) for the projects its body names, as POST /ingest checks its own secret.
+    # GET /version answers anyone: a client it fails never gets far enough to hear why.
+    ("GET", "/version"): Rule("anyone"),
+    ("POST", "/api/get_runs_for_project"): Rule("trackio-token"),
+    ("POST", "/api/get_run_summary"): Rule("trackio-token"),
+    ("POST", "/api/bulk_log"): Rule("trackio-token"),
+    ("POST", "/api/bulk_log_system"): Rule("trackio-token"),
+    ("POST", "/api/bulk_alert"): Rule("trackio-token"),
+    ("POST", "/api/upload"): Rule("trackio-token"),
+    ("POST", "/api/bulk_upload_media"): Rule("trackio-token"),
     # Dashboard pages: the same rules as the data they show.
     ("GET", "/"): Rule("view-instance"),
     ("GET", "/projects/{project}"): _READ,
@@ -301,7 +315,7 @@ async def authorize(request: Request) -> None:
     rule = rule_for(request.method, path) if path is not None else None
     if rule is None:
         raise Forbidden(f"no access rule for {request.method} {path}: refused")
-    if rule.action in ("ingest-token", "arena-secret", "anyone"):
+    if rule.action in ("ingest-token", "arena-secret", "trackio-token", "anyone"):
         return
     if rule.action == "sign-in":
         _check_origin(request)  # another site must not sign a browser in (login CSRF)

@@ -30,6 +30,7 @@ from tuneplane.server import (
     sdk_ingest,
     signin,
     streams,
+    trackio,
 )
 from tuneplane.server.access import authorize
 from tuneplane.server.auth import IngestTokenGuard
@@ -147,6 +148,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         keys.router,
         project_access.router,
         oidc.router,
+        trackio.router,
         pages.router,
     ):
         app.include_router(router, dependencies=GUARDED)

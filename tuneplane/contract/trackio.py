@@ -1,0 +1,335 @@
+"""The HTTP protocol of a self-hosted Trackio 0.40.0 server, as its client speaks it.
+
+A Trackio client given ``server_url`` (or ``TRACKIO_SERVER_URL``) asks ``GET /version`` for
+``{"api_version": 1}``, then calls ``POST /api/<name>`` with ``{"args": [...], "kwargs":
+{...}}`` and reads ``{"data": ...}`` back; every request carries the write token in
+``x-trackio-write-token``. A failed call is kept on the client's disk and sent again later
+with the same ``log_id`` and ``alert_id`` values, so the store's keys make it exactly once.
+
+What the payloads become here:
+
+* ``bulk_log`` entries are Arena log events (``log_id`` within the run): their numeric
+  metrics are points at the entry's step; nested objects of numbers are flattened with
+  ``/`` (``{"train": {"loss": 1}}`` is ``train/loss``).
+* ``bulk_log_system`` entries are Arena log events of ``system/<name>`` series, at the step
+  the run had reached when they arrived (Trackio sends them with a time and no step).
+* ``bulk_alert`` entries are Arena alerts (``alert_id`` within the run).
+* A value that is no finite number (media, tables, histograms, text, ``"NaN"``) is not a
+  point: it is left out, and the answer names it, because refusing the batch would make
+  the client resend every other point of it forever.
+
+A payload that breaks the protocol itself (no project, a run name tuneplane cannot hold, a
+missing step) is refused with the field and rule, as everywhere else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
+
+import orjson
+
+from tuneplane.contract.arena import ALERT_LEVELS, AlertLevel, ArenaAlert, ArenaLog
+from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.ids import id_problem, metric_name_problem
+from tuneplane.contract.json_body import key_path, malformed
+from tuneplane.contract.limits import (
+    ALERT_TEXT_MAX_CHARS,
+    ALERT_TITLE_MAX_CHARS,
+    RUN_CONFIG_MAX_BYTES,
+)
+from tuneplane.contract.validation import (
+    NUL_RULE,
+    STEP_RULE,
+    finite_float,
+    is_step,
+    json_problem,
+    number_rule,
+)
+
+#: ``GET /version``: the HTTP API version a Trackio client requires (anything else and it
+#: falls back to Gradio, keeping the data on local disk), and the release we speak.
+TRACKIO_API_VERSION: Final = 1
+TRACKIO_RELEASE: Final = "0.40.0"
+#: The header every Trackio request carries its write token in.
+WRITE_TOKEN_HEADER: Final = "x-trackio-write-token"  # noqa: S105 (a header's name)
+#: One ``POST /api/<name>`` body. Generous: after an outage the client sends everything it
+#: kept on disk in one call, and a refused body is sent again, unchanged, forever.
+TRACKIO_BODY_MAX_BYTES: Final = 32 * 1024 * 1024
+#: Log events stored in one transaction (a larger call is stored in several).
+TRACKIO_WRITE_CHUNK: Final = 1_000
+#: A response names at most this many left-out values.
+MAX_REPORTED_DROPS: Final = 20
+#: System metrics live beside the training metrics, under this prefix.
+SYSTEM_PREFIX: Final = "system/"
+MEDIA_RULE: Final = (
+    "tuneplane does not store Trackio media (images, audio, video, files of tables) yet; "
+    "metrics, system metrics, alerts and configs are stored"
+)
+
+JSONObject = dict[str, Any]
+
+
+def call_arguments(body: object, names: Sequence[str]) -> JSONObject:
+    """The arguments of a ``POST /api/<name>`` call: positional ``args`` take ``names`` in
+    order, ``kwargs`` by name (what Trackio's own server does); unknown ones are ignored.
+
+    >>> call_arguments({"args": ["p"], "kwargs": {"run": "r"}}, ("project", "run"))
+    {'project': 'p', 'run': 'r'}
+    """
+    if not isinstance(body, dict):
+        raise malformed('must be a JSON object: {"args": [...], "kwargs": {...}}')
+    args = body.get("args") or []
+    kwargs = body.get("kwargs") or {}
+    if not isinstance(args, list):
+        raise InvalidInput((Violation("args", "must be a list"),))
+    if not isinstance(kwargs, dict):
+        raise InvalidInput((Violation("kwargs", "must be an object"),))
+    found = dict(zip(names, args, strict=False))
+    found.update((name, kwargs[name]) for name in names if name in kwargs)
+    return found
+
+
+def entries_of(arguments: JSONObject, name: str) -> list[JSONObject]:
+    """The list argument ``name`` (``logs``, ``alerts``), each item an object."""
+    value = arguments.get(name)
+    if not isinstance(value, list):
+        raise InvalidInput((Violation(name, "required" if value is None else "must be a list"),))
+    wrong = [Violation(f"{name}[{i}]", "must be an object") for i, v in enumerate(value)]
+    wrong = [v for v, item in zip(wrong, value, strict=True) if not isinstance(item, dict)]
+    if wrong:
+        raise InvalidInput(tuple(wrong[:MAX_REPORTED_DROPS]))
+    return value
+
+
+def name_argument(arguments: JSONObject, name: str, *, required: bool = True) -> str | None:
+    """A project or run name argument, held to tuneplane's ID rule."""
+    value = arguments.get(name)
+    if value is None and not required:
+        return None
+    problem = id_problem(value)
+    if problem is not None:
+        raise InvalidInput((Violation(name, "required" if value is None else problem),))
+    assert isinstance(value, str)
+    return value
+
+
+@dataclass(slots=True)
+class RunWrite:
+    """What a call writes into one run: its config (only a new run takes it), log events
+    and alerts."""
+
+    project: str
+    run: str
+    config: JSONObject | None = None
+    logs: list[ArenaLog] = field(default_factory=list)
+    alerts: list[ArenaAlert] = field(default_factory=list)
+    #: Where the config was first given, for the note when it is not taken.
+    config_path: str = ""
+
+
+@dataclass(slots=True)
+class ParsedCall:
+    """The runs a call writes into, in order, and the values left out of them."""
+
+    runs: dict[tuple[str, str], RunWrite] = field(default_factory=dict)
+    dropped: list[Violation] = field(default_factory=list)
+
+    def run_of(self, check: _Checker, path: str, item: JSONObject) -> RunWrite | None:
+        project = check.identifier(f"{path}.project", item.get("project"))
+        run = check.identifier(f"{path}.run", item.get("run"))
+        if project is None or run is None:
+            return None
+        found = self.runs.get((project, run))
+        if found is None:
+            found = self.runs[project, run] = RunWrite(project, run)
+        return found
+
+    def drop(self, path: str, rule: str) -> None:
+        self.dropped.append(Violation(path, rule))
+
+    def dropped_json(self) -> list[dict[str, str]]:
+        return [{"field": v.field, "rule": v.rule} for v in self.dropped[:MAX_REPORTED_DROPS]]
+
+
+class _Checker:
+    """Collects the violations that refuse the call."""
+
+    def __init__(self) -> None:
+        self.violations: list[Violation] = []
+
+    def identifier(self, path: str, value: object) -> str | None:
+        problem = id_problem(value)
+        if problem is not None:
+            self.violations.append(Violation(path, "required" if value is None else problem))
+            return None
+        assert isinstance(value, str)
+        return value
+
+    def step(self, path: str, value: object) -> int | None:
+        if not is_step(value):
+            self.violations.append(Violation(path, "required" if value is None else STEP_RULE))
+            return None
+        assert isinstance(value, int)
+        return value
+
+    def raise_if_any(self) -> None:
+        if self.violations:
+            raise InvalidInput(tuple(self.violations[:MAX_REPORTED_DROPS]))
+
+
+def _event_id(path: str, item: JSONObject, key: str, check: _Checker) -> str:
+    """The entry's own ID (0.40.0 sends one on every entry), else one derived from its
+    content, so a resent entry is still the same event."""
+    value = item.get(key)
+    if value is None:
+        digest = hashlib.sha256(orjson.dumps(item, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        return f"trackio-{digest[:32]}"
+    return check.identifier(f"{path}.{key}", value) or ""
+
+
+def _flatten(path: str, prefix: str, metrics: JSONObject) -> Iterator[tuple[str, str, object]]:
+    """(field path, metric name, value) of every leaf; objects of Trackio's own kinds
+    (``{"_type": "trackio.image", ...}``) are leaves, to be left out."""
+    stack = [(path, prefix, metrics)]
+    while stack:
+        where, name_prefix, node = stack.pop()
+        for key, value in node.items():
+            here = key_path(where, key)
+            if isinstance(value, dict) and value and "_type" not in value:
+                stack.append((here, f"{name_prefix}{key}/", value))
+            else:
+                yield here, f"{name_prefix}{key}", value
+
+
+def _metrics(call: ParsedCall, path: str, raw: object, prefix: str) -> dict[str, float] | None:
+    if not isinstance(raw, dict):
+        return None
+    found: dict[str, float] = {}
+    for where, name, value in _flatten(path, prefix, raw):
+        problem = metric_name_problem(name)
+        number = finite_float(value)
+        if problem is not None:
+            call.drop(where, f"metric name {problem}")
+        elif number is None:
+            kind = value.get("_type") if isinstance(value, dict) else None
+            call.drop(where, f"{kind}: not stored" if isinstance(kind, str) else _rule(value))
+        else:
+            found[name] = number
+    return found
+
+
+def _rule(value: object) -> str:
+    if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
+        return f"not a finite number ({value})"
+    if isinstance(value, bool):
+        return "a boolean, not a number"
+    return number_rule(value)
+
+
+def _config(call: ParsedCall, run: RunWrite, path: str, raw: object) -> None:
+    if raw is None or run.config is not None:
+        return
+    if not isinstance(raw, dict):
+        call.drop(path, "must be an object; not stored")
+    elif (problem := json_problem(raw, path)) is not None:
+        call.drop(problem.field, f"{problem.rule}; the config is not stored")
+    elif len(orjson.dumps(raw)) > RUN_CONFIG_MAX_BYTES:
+        call.drop(path, f"larger than {RUN_CONFIG_MAX_BYTES // 1024} KiB as JSON; not stored")
+    elif raw:
+        run.config, run.config_path = raw, path
+
+
+def parse_bulk_log(entries: list[JSONObject]) -> ParsedCall:
+    """``bulk_log``'s entries: ``{project, run, run_id, step, metrics, config, log_id}``."""
+    call, check = ParsedCall(), _Checker()
+    for index, item in enumerate(entries):
+        path = f"logs[{index}]"
+        run = call.run_of(check, path, item)
+        log_id = _event_id(path, item, "log_id", check)
+        step = check.step(f"{path}.step", item.get("step"))
+        metrics = _metrics(call, f"{path}.metrics", item.get("metrics"), "")
+        if metrics is None:
+            check.violations.append(Violation(f"{path}.metrics", "must be an object"))
+        if run is None or step is None or metrics is None or not log_id:
+            continue
+        _config(call, run, f"{path}.config", item.get("config"))
+        if metrics:
+            run.logs.append(ArenaLog(log_id=log_id, step=step, metrics=metrics))
+    check.raise_if_any()
+    return call
+
+
+def parse_bulk_log_system(
+    entries: list[JSONObject], steps: dict[tuple[str, str], int]
+) -> ParsedCall:
+    """``bulk_log_system``'s entries: ``{project, run, run_id, metrics, timestamp,
+    log_id}``; each run's samples go at ``steps[project, run]`` (0 when absent)."""
+    call, check = ParsedCall(), _Checker()
+    for index, item in enumerate(entries):
+        path = f"logs[{index}]"
+        run = call.run_of(check, path, item)
+        log_id = _event_id(path, item, "log_id", check)
+        metrics = _metrics(call, f"{path}.metrics", item.get("metrics"), SYSTEM_PREFIX)
+        if metrics is None:
+            check.violations.append(Violation(f"{path}.metrics", "must be an object"))
+        if run is None or metrics is None or not log_id or not metrics:
+            continue
+        step = steps.get((run.project, run.run), 0)
+        run.logs.append(ArenaLog(log_id=log_id, step=step, metrics=metrics))
+    check.raise_if_any()
+    return call
+
+
+def _text(call: ParsedCall, check: _Checker, path: str, value: object, limit: int) -> str | None:
+    """Alert text as tuneplane holds it: cut to ``limit`` characters (and said so), never
+    refused for its length, since a refused alert would come back forever."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        check.violations.append(Violation(path, "must be a string"))
+        return None
+    if "\x00" in value:
+        check.violations.append(Violation(path, NUL_RULE))
+        return None
+    if len(value) > limit:
+        call.drop(path, f"cut to its first {limit} characters")
+        return value[:limit]
+    return value
+
+
+def parse_bulk_alert(entries: list[JSONObject]) -> ParsedCall:
+    """``bulk_alert``'s entries: ``{project, run, run_id, title, text, level, step,
+    timestamp, alert_id}``."""
+    call, check = ParsedCall(), _Checker()
+    for index, item in enumerate(entries):
+        path = f"alerts[{index}]"
+        run = call.run_of(check, path, item)
+        alert_id = _event_id(path, item, "alert_id", check)
+        before = len(check.violations)
+        title = _text(call, check, f"{path}.title", item.get("title"), ALERT_TITLE_MAX_CHARS)
+        if not title and len(check.violations) == before:
+            check.violations.append(Violation(f"{path}.title", "must be a non-empty string"))
+        text = _text(call, check, f"{path}.text", item.get("text"), ALERT_TEXT_MAX_CHARS)
+        level = item.get("level")
+        if level not in ALERT_LEVELS:
+            check.violations.append(Violation(f"{path}.level", "must be one of info, warn, error"))
+        step = item.get("step")
+        if step is not None and not is_step(step):
+            check.violations.append(Violation(f"{path}.step", f"{STEP_RULE}, or null"))
+        if run is None or not title or not alert_id or level not in ALERT_LEVELS:
+            continue
+        run.alerts.append(ArenaAlert(alert_id, title, text, cast(AlertLevel, level), step))
+    check.raise_if_any()
+    return call
+
+
+def chunked(run: RunWrite) -> Iterator[tuple[list[ArenaLog], list[ArenaAlert]]]:
+    """The run's writes in transactions of at most ``TRACKIO_WRITE_CHUNK`` log events."""
+    for start in range(0, max(len(run.logs), 1), TRACKIO_WRITE_CHUNK):
+        logs = run.logs[start : start + TRACKIO_WRITE_CHUNK]
+        alerts = run.alerts if start == 0 else []
+        if logs or alerts:
+            yield logs, alerts

@@ -1,0 +1,271 @@
+"""The Trackio protocol: tuneplane answers a Trackio 0.40.0 client as its self-hosted server.
+
+``TRACKIO_SERVER_URL=http://tuneplane:8000 TRACKIO_WRITE_TOKEN=tpk_…`` and unchanged
+``trackio.init/log/alert/finish`` code (or ``report_to="trackio"``) log into tuneplane. The
+write token is a tuneplane API key, held to the access model like any other use of it: a
+project the key's account may not write is refused (403); a new one is created as the run
+API creates it (``TUNEPLANE_DEFAULT_VISIBILITY``, owned by the account). The Arena secret is
+not a write token: it authorizes ``POST /ingest`` alone, and owns no project.
+
+Refusals keep the client's data: it keeps a failed call on its disk, says so when the run
+finishes, and sends it again with the same event IDs. ``GET /version`` answers whoever asks,
+because a client it fails falls back to Gradio and never reaches these routes to hear why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from fastapi import APIRouter, Request
+from sqlalchemy import Connection
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from tuneplane import __version__
+from tuneplane.contract.access import Actor, decide
+from tuneplane.contract.arena import ArenaBatch
+from tuneplane.contract.environment import API_KEY_PREFIX
+from tuneplane.contract.errors import Conflict, InvalidInput, NotFound, Unauthorized, Violation
+from tuneplane.contract.json_body import decode_json_body
+from tuneplane.contract.trackio import (
+    MEDIA_RULE,
+    TRACKIO_API_VERSION,
+    TRACKIO_BODY_MAX_BYTES,
+    TRACKIO_RELEASE,
+    WRITE_TOKEN_HEADER,
+    JSONObject,
+    ParsedCall,
+    RunWrite,
+    call_arguments,
+    chunked,
+    entries_of,
+    name_argument,
+    parse_bulk_alert,
+    parse_bulk_log,
+    parse_bulk_log_system,
+)
+from tuneplane.server.access import Forbidden
+from tuneplane.server.body import read_body
+from tuneplane.server.responses import JSON
+from tuneplane.server.state import AppState, app_state
+from tuneplane.store import access, catalog, credentials, points
+from tuneplane.store.runs import ProjectSetup, create_or_resume
+
+router = APIRouter(tags=["trackio"])
+T = TypeVar("T")
+
+_TOKEN_HELP = "set TRACKIO_WRITE_TOKEN (or write_token in the server URL) to a tuneplane API key"  # noqa: S105
+
+
+def _actor(connection: Connection, request: Request) -> Actor:
+    """The holder of the call's write token: an API key, personal or the admin key."""
+    token = request.headers.get(WRITE_TOKEN_HEADER, "").strip()
+    if not token:
+        raise Unauthorized(f"{WRITE_TOKEN_HEADER}: required; {_TOKEN_HELP} ({API_KEY_PREFIX}…)")
+    holder = credentials.resolve_api_key(connection, token)
+    if holder is None:
+        raise Unauthorized(
+            f"{WRITE_TOKEN_HEADER}: not a valid tuneplane API key (unknown, revoked, or not "
+            f"{API_KEY_PREFIX}…); {_TOKEN_HELP}"
+        )
+    if holder.user_id is None:
+        return Actor("admin_key", is_admin=True, can_write=True)
+    return Actor(
+        "user", user_id=holder.user_id, is_admin=holder.is_admin, can_write=holder.can_write
+    )
+
+
+def _require_write(connection: Connection, actor: Actor, project: str) -> None:
+    """Writing into ``project``: ``write-run`` where it exists, ``create-project`` where not.
+    A project the key may not see is a 403 here, not the 404 of the rest of the API: the
+    Trackio client reads any 404 as "this server lacks the route" and says so instead."""
+    facts = access.project_facts(connection, actor, project)
+    decision = decide(actor, "create-project" if facts is None else "write-run", facts)
+    if not decision.allowed:
+        reason = decision.reason if decision.status != 404 else "it is private to its members"
+        raise Forbidden(f"project {project!r}: this API key may not write to it ({reason})")
+
+
+def _may_read(connection: Connection, actor: Actor, project: str) -> bool:
+    facts = access.project_facts(connection, actor, project)
+    return facts is not None and decide(actor, "read-run", facts).allowed
+
+
+async def _read(request: Request, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(connection, actor, *args)`` on a worker thread, with the call's caller."""
+
+    def work() -> T:
+        with app_state(request).database.connect() as connection:
+            return fn(connection, _actor(connection, request), *args)
+
+    return await run_in_threadpool(work)
+
+
+async def _arguments(request: Request, names: Sequence[str]) -> JSONObject:
+    body = await read_body(request, TRACKIO_BODY_MAX_BYTES)
+    return call_arguments(decode_json_body(body), names)
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat()
+
+
+@router.get("/version")
+async def version() -> Response:
+    """What a Trackio client asks first: ``api_version`` 1 means "speak HTTP to me"."""
+    return JSON(
+        {
+            "version": TRACKIO_RELEASE,
+            "api_version": TRACKIO_API_VERSION,
+            "api_transport": "http",
+            "mcp_enabled": False,
+            "mcp_path": None,
+            "server": f"tuneplane {__version__}",
+        }
+    )
+
+
+def _runs(connection: Connection, actor: Actor, project: str) -> list[JSONObject]:
+    if not _may_read(connection, actor, project):
+        return []  # hidden or missing: the same answer, and a new run is made on write
+    # A run is named by its name here, so Trackio's run id is the name too.
+    return [
+        {"id": row.name, "name": row.name, "created_at": _iso(row.created_at)}
+        for row in catalog.list_runs(connection, project)
+    ]
+
+
+@router.post("/api/get_runs_for_project")
+async def get_runs_for_project(request: Request) -> Response:
+    """The project's runs, as ``trackio.init`` looks for the one to resume."""
+    arguments = await _arguments(request, ("project",))
+    project = name_argument(arguments, "project")
+    return JSON({"data": await _read(request, _runs, project)})
+
+
+def _summary(connection: Connection, actor: Actor, project: str, run: str) -> JSONObject:
+    empty = {"project": project, "run": run, "run_id": run, "num_logs": 0}
+    if not _may_read(connection, actor, project):
+        return {**empty, "metrics": [], "config": None, "last_step": None}
+    try:
+        row = catalog.get_run(connection, project, run)
+    except NotFound:
+        return {**empty, "metrics": [], "config": None, "last_step": None}
+    names = [summary.name for summary in points.list_summaries(connection, row.id)]
+    return {
+        **empty,
+        "num_logs": row.point_count,
+        "metrics": names,
+        "config": row.config,
+        "last_step": row.last_step,
+    }
+
+
+@router.post("/api/get_run_summary")
+async def get_run_summary(request: Request) -> Response:
+    """A run's summary: a resumed ``trackio.init`` continues after its ``last_step``."""
+    arguments = await _arguments(request, ("project", "run", "run_id"))
+    project = name_argument(arguments, "project")
+    run = name_argument(arguments, "run_id", required=False) or name_argument(arguments, "run")
+    return JSON({"data": await _read(request, _summary, project, run)})
+
+
+def _writable(connection: Connection, actor: Actor, projects: set[str]) -> Actor:
+    for project in sorted(projects):
+        _require_write(connection, actor, project)
+    return actor
+
+
+def _stored_configs(
+    connection: Connection, _actor: Actor, keys: list[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[bool, JSONObject | None, int | None]]:
+    """(exists, config, last step) of each run."""
+    found: dict[tuple[str, str], tuple[bool, JSONObject | None, int | None]] = {}
+    for project, run in keys:
+        try:
+            row = catalog.get_run(connection, project, run)
+        except NotFound:
+            found[project, run] = (False, None, None)
+        else:
+            found[project, run] = (True, row.config, row.last_step)
+    return found
+
+
+async def _open_run(state: AppState, actor: Actor, write: RunWrite, call: ParsedCall) -> None:
+    """Create the run (and its project, set up as the run API does) with its config. A run
+    that exists keeps the config it has: Trackio sends one on every ``init``, a resumed
+    run's carrying a new ``_Created`` time, and a refusal would block its points forever."""
+    setup = ProjectSetup(state.settings.default_visibility, actor.user_id)
+    key = (write.project, write.run)
+    try:
+        await state.database.write(create_or_resume, *key, write.config, setup, key=key)
+    except Conflict:
+        await state.database.write(create_or_resume, *key, None, setup, key=key)
+        call.drop(write.config_path, "the run exists with another config, which it keeps")
+
+
+async def _store(request: Request, call: ParsedCall) -> Response:
+    state = app_state(request)
+    actor = await _read(request, _writable, {project for project, _ in call.runs})
+    known = await _read(request, _stored_configs, list(call.runs))
+    new = duplicate = created = 0
+    for key, write in call.runs.items():
+        exists, config, _ = known[key]
+        if not exists:
+            await _open_run(state, actor, write, call)
+            created += 1
+        elif write.config is not None and write.config != config:
+            call.drop(write.config_path, "the run exists with another config, which it keeps")
+        for logs, alerts in chunked(write):
+            outcome = await state.arena.ingest(ArenaBatch(*key, None, tuple(logs), tuple(alerts)))
+            new += outcome.logs_new + outcome.alerts_new
+            duplicate += outcome.logs_duplicate + outcome.alerts_duplicate
+            if outcome.points or outcome.alerts_new:
+                state.live.notify(outcome.run.id)
+    data = {"new": new, "duplicate": duplicate, "runs_created": created}
+    return JSON({"data": {**data, "dropped": call.dropped_json()}})
+
+
+@router.post("/api/bulk_log")
+async def bulk_log(request: Request) -> Response:
+    """Metrics of one or more runs; a resent ``log_id`` is a duplicate that changes nothing."""
+    arguments = await _arguments(request, ("logs", "hf_token"))
+    return await _store(request, parse_bulk_log(entries_of(arguments, "logs")))
+
+
+@router.post("/api/bulk_log_system")
+async def bulk_log_system(request: Request) -> Response:
+    """System metrics, as ``system/…`` series at the step each run has reached."""
+    arguments = await _arguments(request, ("logs", "hf_token"))
+    entries = entries_of(arguments, "logs")
+    named = {(e.get("project"), e.get("run")) for e in entries}
+    keys = [(p, r) for p, r in named if isinstance(p, str) and isinstance(r, str)]
+    known = await _read(request, _stored_configs, keys)
+    steps = {key: last or 0 for key, (_, _, last) in known.items()}
+    return await _store(request, parse_bulk_log_system(entries, steps))
+
+
+@router.post("/api/bulk_alert")
+async def bulk_alert(request: Request) -> Response:
+    """Alerts; a resent ``alert_id`` is a duplicate that changes nothing."""
+    arguments = await _arguments(request, ("alerts", "hf_token"))
+    return await _store(request, parse_bulk_alert(entries_of(arguments, "alerts")))
+
+
+async def _refuse_media(request: Request, field: str) -> Response:
+    await _read(request, lambda _connection, actor: actor)  # a bad token hears that first
+    raise InvalidInput((Violation(field, MEDIA_RULE),))
+
+
+@router.post("/api/upload")
+async def upload(request: Request) -> Response:
+    """Media files: refused (422). The client keeps them on its disk and logs on."""
+    return await _refuse_media(request, "files")
+
+
+@router.post("/api/bulk_upload_media")
+async def bulk_upload_media(request: Request) -> Response:
+    """Media entries: refused (422), as ``/api/upload``."""
+    return await _refuse_media(request, "uploads")
