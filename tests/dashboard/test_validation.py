@@ -9,8 +9,10 @@ import re
 import httpx
 from playwright.sync_api import Page, expect
 
+from tests.dashboard.conftest import Watched
 from tests.dashboard.seed import Seeded
 from tests.dashboard.seed_eval import HISTORY_TRIAL, XSS, new_attempt, post_observations, trial
+from tests.dashboard.seed_restart import RESTART_RUN, seed_restart
 
 BASE = "/projects/lab/runs/eval-base"
 DASH = "\N{EN DASH}"
@@ -151,3 +153,44 @@ def test_a_retry_moves_its_trial_between_filters_live(page: Page, seeded: Seeded
     page.get_by_role("tab", name="Validation").click()
     expect(page.locator(".page-where")).to_have_text(f"successes 1{DASH}3 of 3")
     assert trial_ids(page) == ["t0", "t1", "t2"]
+
+
+def test_an_execution_attempt_is_picked_and_kept_in_the_address(
+    page: Page, seeded: Seeded, watched: Watched
+) -> None:
+    run = seed_restart(seeded.base, seeded.admin_key, f"{RESTART_RUN}-validation")
+    page.goto(f"/projects/lab/runs/{run}?tab=validation")
+    picker = page.locator('select[name="execution-attempt"]')
+    expect(picker).to_have_value("2")
+    row = page.locator('.rounds-table tr[data-round="val-r"]')
+    expect(row.locator(".col-failure")).to_have_text("1")
+    expect(row.locator(".col-success")).to_have_text("0")
+    expect(row.locator(".col-not-reported")).to_have_text("3")
+
+    picker.select_option("1")
+    expect(page).to_have_url(re.compile(r"attempt=1"))
+    expect(row.locator(".col-success")).to_have_text("3")
+    expect(row.locator(".col-not-reported")).to_have_text("0")
+    row.get_by_role("button", name="Inspect trial results").click()
+    expect(page.locator(".inspector h2")).to_contain_text("execution attempt 1")
+    expect(page.locator(".page-where")).to_have_text(f"reported trials 1{DASH}4 of 4")
+    page.get_by_role("button", name="q0", exact=True).click()
+    expect(page.locator(".history tbody .outcome")).to_have_text(["success"])
+    expect(page.locator(".history .history-count")).to_contain_text("1 attempt")
+
+    # The address keeps the choice: a reload shows execution 1's round and trial again.
+    page.reload()
+    expect(picker).to_have_value("1")
+    expect(page.locator(".history tbody .outcome")).to_have_text(["success"])
+    link = row.get_by_role("link", name="compare with…")
+    assert "left_attempt=1" in (link.get_attribute("href") or "")
+
+    page.goto(f"/projects/lab/runs/{run}?tab=validation&attempt=9")
+    expect(page.locator(".attempt-refused")).to_contain_text(
+        "execution attempt 9 of lab/" + run + " reported no evaluation outcome"
+    )
+    expect(picker).to_have_value("")
+    picker.select_option("2")
+    expect(row.locator(".col-failure")).to_have_text("1")
+    # The browser logs the API's 404 answer; the page said what is missing instead.
+    watched.errors[:] = [e for e in watched.errors if "status of 404" not in e]

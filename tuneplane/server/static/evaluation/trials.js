@@ -1,9 +1,10 @@
 // "Inspect trial results" of one round: the current outcome of every reported trial, paged by
 // the server (…/evaluation/{round}/trials, by trial id), filtered by status, and a trial's
-// retry history (…/trials/{trial}, up to 100 attempts). Refreshed when outcomes arrive, so
-// a retry that lands moves its trial from one filter to another.
+// retry history (…/trials/{trial}, up to 100 attempts shown of however many). Every read
+// names the round's execution attempt. Refreshed when outcomes arrive, so a retry that
+// lands moves its trial from one filter to another.
 
-import * as api from "../lib/api.js";
+import * as api from "./api.js";
 import { debug } from "../lib/debug.js";
 import { h } from "../lib/dom.js";
 import { fmtInt, fmtNum, fmtTime } from "../lib/format.js";
@@ -11,17 +12,16 @@ import { replaceParams } from "../lib/url.js";
 import { STATUS_MANY, STATUSES, statusBadge } from "./figures.js";
 
 export const PAGE_SIZE = 50;
-/** The server keeps at most this many attempts in a trial's history. */
-const HISTORY_MAX = 100;
 
 debug.trials = { round: null, status: null, page: 0, shown: [], history: null };
 
 const yesNo = (value) => (value ? "yes" : "no");
 
 export class TrialInspector {
-  constructor(ref, round, onClose) {
+  constructor(ref, round, attempt, onClose) {
     this.ref = ref;
     this.round = round;
+    this.attempt = attempt;
     const params = new URLSearchParams(location.search);
     this.status = STATUS_MANY[params.get("status")] ? params.get("status") : null;
     this.trial = params.get("trial");
@@ -81,7 +81,7 @@ export class TrialInspector {
 
   renderHead() {
     const round = this.round;
-    this.title.textContent = `Trial results of round ${round.round_id}`;
+    this.title.textContent = `Trial results of round ${round.round_id} (execution attempt ${this.attempt})`;
     const digests = Object.entries(round.digests ?? {}).filter(([, value]) => value);
     this.protocol.replaceChildren(
       round.declared
@@ -134,7 +134,7 @@ export class TrialInspector {
     const after = this.afters[this.afters.length - 1];
     let answer;
     try {
-      answer = await api.trials(this.ref.project, this.ref.run, this.round.round_id, {
+      answer = await api.trials(this.ref.project, this.ref.run, this.round.round_id, this.attempt, {
         status: this.status,
         after,
         limit: PAGE_SIZE,
@@ -202,9 +202,9 @@ export class TrialInspector {
 
   async loadHistory() {
     const trial = this.trial;
-    let attempts;
+    let answer;
     try {
-      attempts = await api.trialHistory(this.ref.project, this.ref.run, this.round.round_id, trial);
+      answer = await api.trialHistory(this.ref.project, this.ref.run, this.round.round_id, trial, this.attempt);
     } catch (error) {
       this.history.replaceChildren(
         h("p", { class: "notice", text: error.status === 404 ? `Trial “${trial}” has no reported attempt in this round.` : `Could not load the history: ${error.message}` }),
@@ -212,15 +212,17 @@ export class TrialInspector {
       return;
     }
     if (trial !== this.trial) return; // another trial was chosen meanwhile
-    debug.trials.history = { trial, attempts: attempts.length };
+    const attempts = answer.attempts;
+    const total = answer.total_attempts;
+    debug.trials.history = { trial, attempts: attempts.length, total };
     this.history.replaceChildren(
       h("h3", { text: `Retry history of ${trial}` }),
       h("p", {
-        class: "muted",
+        class: "muted history-count",
         text:
-          attempts.length >= HISTORY_MAX
-            ? `The newest ${HISTORY_MAX} attempts, current first (the history keeps at most ${HISTORY_MAX}).`
-            : `${attempts.length} attempt${attempts.length === 1 ? "" : "s"}, current first: the highest attempt is the trial's outcome.`,
+          total > attempts.length
+            ? `${fmtInt(total)} attempts reported; the newest ${fmtInt(attempts.length)} are shown, current first.`
+            : `${fmtInt(total)} attempt${total === 1 ? "" : "s"}, current first: the highest attempt is the trial's outcome.`,
       }),
       h(
         "table",

@@ -2,8 +2,10 @@
 // execution errors, unscored and not yet reported trials; success rate and scoring coverage
 // with their Wilson 95% intervals, or the reason there is none. A run that never sent an
 // outcome event is "unknown", never 0%. "Inspect trial results" opens one round's trials.
+// A round is (run, execution attempt, round_id): the rounds shown are one execution
+// attempt's, the latest that reported outcomes unless the address names one (?attempt=N).
 
-import * as api from "../lib/api.js";
+import * as evalApi from "./api.js";
 import { debug } from "../lib/debug.js";
 import { empty, h, serial } from "../lib/dom.js";
 import { fmtInt } from "../lib/format.js";
@@ -11,12 +13,19 @@ import { replaceParams } from "../lib/url.js";
 import { countFigure, rateFigure, roundSpec, STATUSES } from "./figures.js";
 import { TrialInspector } from "./trials.js";
 
-debug.validation = { state: null, rounds: 0, loads: 0 };
+debug.validation = { state: null, rounds: 0, loads: 0, attempt: null };
+
+/** The execution attempt the address names, or null for the latest with outcomes. */
+const wantedAttempt = () => {
+  const value = Number.parseInt(new URLSearchParams(location.search).get("attempt") ?? "", 10);
+  return Number.isInteger(value) && value > 0 ? value : null;
+};
 
 export class ValidationView {
   constructor(ref) {
     this.ref = ref;
     this.rounds = [];
+    this.attempt = null;
     this.inspector = null;
     this.summary = h("div", { class: "rounds" }, h("p", { class: "muted", text: "Loading the evaluation…" }));
     this.inspectorSlot = h("div");
@@ -30,14 +39,23 @@ export class ValidationView {
 
   async load() {
     let answer;
+    let refused = null;
     try {
-      answer = await api.evaluation(this.ref.project, this.ref.run);
+      answer = await evalApi.evaluation(this.ref.project, this.ref.run, wantedAttempt());
     } catch (error) {
-      this.summary.replaceChildren(h("p", { class: "notice", text: `Could not load the evaluation: ${error.message}` }));
-      return;
+      if (error.status !== 404 || wantedAttempt() == null) {
+        this.summary.replaceChildren(h("p", { class: "notice", text: `Could not load the evaluation: ${error.message}` }));
+        return;
+      }
+      // The address names an attempt without rounds: say so, and offer those that have them.
+      refused = error.message;
+      answer = await evalApi.evaluation(this.ref.project, this.ref.run).catch(() => null);
+      if (!answer) return;
+      answer = { ...answer, state: answer.execution_attempts.length ? "refused" : "unknown", rounds: [] };
     }
     this.rounds = answer.rounds;
-    Object.assign(debug.validation, { state: answer.state, rounds: answer.rounds.length });
+    this.attempt = answer.execution_attempt;
+    Object.assign(debug.validation, { state: answer.state, rounds: answer.rounds.length, attempt: answer.execution_attempt });
     debug.validation.loads += 1;
     if (answer.state === "unknown") {
       this.summary.replaceChildren(
@@ -50,7 +68,13 @@ export class ValidationView {
       this.closeInspector(false);
       return;
     }
+    if (refused) {
+      this.summary.replaceChildren(this.attemptPicker(answer, null), h("p", { class: "notice attempt-refused", text: refused }));
+      this.closeInspector(false);
+      return;
+    }
     this.summary.replaceChildren(
+      this.attemptPicker(answer, answer.execution_attempt),
       h("h2", { class: "section-title", text: `Evaluation rounds (${answer.rounds.length})` }),
       this.table(answer.rounds),
     );
@@ -58,11 +82,40 @@ export class ValidationView {
     const round = answer.rounds.find((r) => r.round_id === wanted);
     if (!round) {
       this.closeInspector(wanted != null);
-    } else if (this.inspector?.round.round_id === round.round_id) {
+    } else if (this.inspector?.round.round_id === round.round_id && this.inspector.attempt === this.attempt) {
       await this.inspector.update(round);
     } else {
       this.openInspector(round);
     }
+  }
+
+  /** Which execution attempt's rounds are shown; a restart's rounds are its own. */
+  attemptPicker(answer, current) {
+    const attempts = answer.execution_attempts;
+    const latest = attempts[attempts.length - 1];
+    const select = h(
+      "select",
+      { name: "execution-attempt", "aria-label": "execution attempt" },
+      current == null ? h("option", { value: "", text: "choose one", selected: true }) : null,
+      attempts.map((n) => h("option", { value: String(n), text: `${n}${n === latest ? " (latest)" : ""}`, selected: n === current })),
+    );
+    select.addEventListener("change", () => {
+      // Another execution's round of the same name is another round: start from its list.
+      replaceParams({ attempt: select.value, status: null, trial: null });
+      this.refresh();
+    });
+    return h(
+      "div",
+      { class: "attempt-picker" },
+      h("label", { class: "control" }, h("span", { class: "control-label", text: "execution attempt" }), select),
+      h("span", {
+        class: "muted",
+        text:
+          attempts.length > 1
+            ? `${attempts.length} execution attempts reported outcomes; each restart's rounds are its own, never merged.`
+            : "One execution attempt reported outcomes.",
+      }),
+    );
   }
 
   table(rounds) {
@@ -102,7 +155,7 @@ export class ValidationView {
                 { class: "round-actions" },
                 h("button", { type: "button", text: "Inspect trial results", onclick: () => this.select(round) }),
                 h("a", {
-                  href: api.page.matched(roundSpec(this.ref.project, this.ref.run, round.round_id)),
+                  href: evalApi.matchedPage(roundSpec(this.ref.project, this.ref.run, round.round_id), null, this.attempt),
                   text: "compare with…",
                 }),
               ),
@@ -122,7 +175,7 @@ export class ValidationView {
   }
 
   openInspector(round) {
-    this.inspector = new TrialInspector(this.ref, round, () => this.closeInspector(false));
+    this.inspector = new TrialInspector(this.ref, round, this.attempt, () => this.closeInspector(false));
     this.inspectorSlot.replaceChildren(this.inspector.el);
     this.inspector.start();
   }
@@ -132,7 +185,9 @@ export class ValidationView {
     this.inspector = null;
     const round = new URLSearchParams(location.search).get("round");
     this.inspectorSlot.replaceChildren(
-      unknownRound ? h("p", { class: "notice", text: `This run has no round named “${round}”.` }) : "",
+      unknownRound
+        ? h("p", { class: "notice", text: `Execution attempt ${this.attempt} of this run has no round named “${round}”.` })
+        : "",
     );
     if (!unknownRound) replaceParams({ round: null, status: null, trial: null });
     for (const row of this.summary.querySelectorAll("tr.selected")) row.classList.remove("selected");

@@ -1,10 +1,13 @@
-// Matched evaluation evidence (/matched?left=<project>/<run>/<round>&right=…): one round
-// chosen explicitly on each side (GET /api/v1/evaluation/matched). The transitions over
-// trials present in both are always shown; the success-rate difference only when the four
-// protocol digests match and both rounds are completely scored, otherwise the conditions that
-// failed. It is an observed difference; the exact McNemar test is given beside it.
+// Matched evaluation evidence (/matched?left=<project>/<run>/<round>&left_attempt=N&right=…):
+// one round chosen explicitly on each side, a round being (run, execution attempt, round_id)
+// (GET /api/v1/evaluation/matched). The transitions over trials present in both are always
+// shown; the success-rate difference (a decimal and the exact fraction) only when the four
+// protocol digests match and both rounds are completely scored, otherwise every condition
+// that failed, by code and side. It is an observed difference; the exact McNemar test is
+// given beside it.
 
 import * as api from "../lib/api.js";
+import * as evalApi from "../evaluation/api.js";
 import { debug } from "../lib/debug.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { fmtInt, fmtTime } from "../lib/format.js";
@@ -26,11 +29,20 @@ function parseSpec(spec) {
 
 const specOf = ({ project, run, round }) => (project && run && round ? `${project}/${run}/${round}` : null);
 
+/** An execution attempt from the address, or null for the latest with outcomes. */
+function attemptOf(value) {
+  const n = Number.parseInt(value ?? "", 10);
+  return Number.isInteger(n) && n > 0 ? n : null;
+}
+
 export async function matchedPage() {
   debug.page = "matched";
   crumbs([["matched evaluation", null]]);
   const params = new URLSearchParams(location.search);
-  const chosen = { left: parseSpec(params.get("left")), right: parseSpec(params.get("right")) };
+  const chosen = {
+    left: { ...parseSpec(params.get("left")), attempt: attemptOf(params.get("left_attempt")) },
+    right: { ...parseSpec(params.get("right")), attempt: attemptOf(params.get("right_attempt")) },
+  };
   const projects = (await api.projects()).map((p) => p.project);
 
   const compare = h("button", { type: "button", class: "compare-go", text: "Compare these rounds" });
@@ -38,7 +50,9 @@ export async function matchedPage() {
   const ready = () => {
     compare.disabled = !(specOf(chosen.left) && specOf(chosen.right));
   };
-  compare.addEventListener("click", () => location.assign(api.page.matched(specOf(chosen.left), specOf(chosen.right))));
+  compare.addEventListener("click", () =>
+    location.assign(evalApi.matchedPage(specOf(chosen.left), specOf(chosen.right), chosen.left.attempt, chosen.right.attempt)),
+  );
   ready();
 
   const result = h("div", { class: "matched-result" });
@@ -65,7 +79,8 @@ export async function matchedPage() {
   }
   let answer;
   try {
-    answer = await api.matched(left, right);
+    // The address's attempts, not the pickers' fallbacks: a missing attempt is said, not swapped.
+    answer = await evalApi.matched(left, right, attemptOf(params.get("left_attempt")), attemptOf(params.get("right_attempt")));
   } catch (error) {
     if (!error.status || error.status >= 500) throw error;
     result.append(empty("These rounds cannot be compared.", error.message));
@@ -79,6 +94,7 @@ async function sidePicker(side, label, chosen, projects, onChange) {
   const project = h("select", { name: `${side}-project`, "aria-label": `${side} project` });
   const run = h("select", { name: `${side}-run`, "aria-label": `${side} run` });
   const round = h("select", { name: `${side}-round`, "aria-label": `${side} round` });
+  const attempt = h("select", { name: `${side}-attempt`, "aria-label": `${side} execution attempt` });
   const note = h("p", { class: "muted picker-note" });
   const options = (select, values, current, none) => {
     select.replaceChildren(
@@ -99,16 +115,36 @@ async function sidePicker(side, label, chosen, projects, onChange) {
     if (chosen.run && run.value !== chosen.run && runs.length) note.textContent = `No run named “${chosen.run}” in ${chosen.project}.`;
     chosen.run = run.value;
   };
+  // The attempts with rounds, and the rounds of the chosen one (by default the latest).
   const loadRounds = async () => {
     let rounds = [];
+    let attempts = [];
     if (chosen.project && chosen.run) {
       note.textContent = "";
-      const answer = await api.evaluation(chosen.project, chosen.run).catch(missing);
+      let answer = await evalApi.evaluation(chosen.project, chosen.run, chosen.attempt).catch((error) => {
+        if (error.status !== 404 || chosen.attempt == null) return missing(error);
+        note.textContent = error.message;
+        return null;
+      });
+      if (answer === null) {
+        chosen.attempt = null; // an attempt without rounds: offer the latest that has them
+        answer = await evalApi.evaluation(chosen.project, chosen.run).catch(missing);
+      }
       rounds = answer.rounds?.map((r) => r.round_id) ?? [];
+      attempts = answer.execution_attempts ?? [];
       if (answer.state === "unknown") note.textContent = "This run has sent no evaluation outcome: its rounds are unknown.";
+      if (chosen.attempt == null && answer.execution_attempt != null) chosen.attempt = answer.execution_attempt;
     }
+    const latest = attempts[attempts.length - 1];
+    attempt.replaceChildren(
+      ...(attempts.length ? [] : [h("option", { value: "", text: "—" })]),
+      ...attempts.map((n) => h("option", { value: String(n), text: `${n}${n === latest ? " (latest)" : ""}`, selected: n === chosen.attempt })),
+    );
+    attempt.disabled = attempts.length < 2;
     options(round, rounds, chosen.round, chosen.run ? "choose a round" : "—");
-    if (chosen.round && round.value !== chosen.round && rounds.length) note.textContent = `No round named “${chosen.round}” in this run.`;
+    if (chosen.round && round.value !== chosen.round && rounds.length && !note.textContent) {
+      note.textContent = `No round named “${chosen.round}” in execution attempt ${chosen.attempt} of this run.`;
+    }
     chosen.round = round.value;
   };
   options(project, projects, chosen.project, "choose a project");
@@ -116,13 +152,19 @@ async function sidePicker(side, label, chosen, projects, onChange) {
   await loadRuns();
   await loadRounds();
   project.addEventListener("change", async () => {
-    Object.assign(chosen, { project: project.value, run: "", round: "" });
+    Object.assign(chosen, { project: project.value, run: "", round: "", attempt: null });
     await loadRuns();
     await loadRounds();
     onChange();
   });
   run.addEventListener("change", async () => {
-    Object.assign(chosen, { run: run.value, round: "" });
+    Object.assign(chosen, { run: run.value, round: "", attempt: null });
+    await loadRounds();
+    onChange();
+  });
+  attempt.addEventListener("change", async () => {
+    // A round of another execution attempt is another round, even under the same name.
+    chosen.attempt = attemptOf(attempt.value);
     await loadRounds();
     onChange();
   });
@@ -136,6 +178,7 @@ async function sidePicker(side, label, chosen, projects, onChange) {
     h("legend", { text: label }),
     h("label", { class: "control" }, h("span", { class: "control-label", text: "project" }), project),
     h("label", { class: "control" }, h("span", { class: "control-label", text: "run" }), run),
+    h("label", { class: "control" }, h("span", { class: "control-label", text: "execution attempt" }), attempt),
     h("label", { class: "control" }, h("span", { class: "control-label", text: "round" }), round),
     note,
   );
@@ -147,7 +190,13 @@ function sideCard(side, label, spec, round) {
   return h(
     "div",
     { class: `side-card ${side}` },
-    h("h3", {}, `${label}: `, h("a", { href: api.page.run(project, run, "?tab=validation"), text: `${project}/${run}` }), ` · round ${round.round_id}`),
+    h(
+      "h3",
+      {},
+      `${label}: `,
+      h("a", { href: api.page.run(project, run, `?tab=validation&attempt=${round.execution_attempt}`), text: `${project}/${run}` }),
+      ` · execution attempt ${round.execution_attempt} · round ${round.round_id}`,
+    ),
     h(
       "dl",
       { class: "facts" },
@@ -199,7 +248,13 @@ function renderMatched(answer, specs) {
       ? h(
           "div",
           { class: "difference shown" },
-          h("p", {}, h("span", { class: "difference-value", text: points(diff.value) }), " (right − left)"),
+          h(
+            "p",
+            {},
+            h("span", { class: "difference-value", text: points(diff.value) }),
+            " (right − left), exactly ",
+            h("span", { class: "difference-exact", text: `${diff.exact.numerator < 0 ? "−" : ""}${fmtInt(Math.abs(diff.exact.numerator))} / ${fmtInt(diff.exact.denominator)}` }),
+          ),
           h("p", { class: "muted difference-label", text: `An ${diff.label}.` }),
           h(
             "p",
@@ -212,7 +267,11 @@ function renderMatched(answer, specs) {
           "div",
           { class: "difference withheld" },
           h("p", { text: "No success-rate difference is shown, because:" }),
-          h("ul", { class: "reasons" }, diff.reasons.map((reason) => h("li", { text: reason }))),
+          h(
+            "ul",
+            { class: "reasons" },
+            diff.conditions.map((c) => h("li", { dataset: { code: c.code, side: c.side }, title: c.code, text: c.reason })),
+          ),
           h("p", {
             class: "muted",
             text: "A difference is shown only when the dataset, cohort, verifier and settings digests all match and both rounds are completely scored. The transitions above hold either way.",
