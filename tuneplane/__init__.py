@@ -1,13 +1,15 @@
 """tuneplane: telemetry for fine-tuning and RL training runs.
 
-Training code reports scalar metrics with :func:`report` and observation events with
-:func:`event`, :func:`distribution` and their kin (or a :class:`Reporter` of its own);
-``tuneplane run`` sets up the environment they read::
+Training code starts a run with :func:`init` and reports with :func:`log`, :func:`alert` and
+:func:`finish` (the calls of W&B and Trackio); under ``tuneplane run``, :func:`report` and
+the observation events (:func:`event`, :func:`distribution` and their kin) need no
+``init()``::
 
     import tuneplane
 
-    tuneplane.report({"train/loss": 0.71, "train/reward": 0.4}, step=120)
-    tuneplane.distribution("rollout/reward", rewards, bounds=[0, 1, 2, 4, 8], step=120)
+    with tuneplane.init(project="grpo", name="qwen-7b", config={"lr": 1e-5}):
+        tuneplane.log({"train/loss": 0.71, "train/reward": 0.4})
+        tuneplane.distribution("rollout/reward", rewards, bounds=[0, 1, 2, 4, 8])
 """
 
 __version__ = "0.1.0"
@@ -26,10 +28,12 @@ from tuneplane.client.errors import (
     InvalidObservation,
     NotConfigured,
     ReporterError,
+    ResumeRefused,
 )
 from tuneplane.client.events import histogram
 from tuneplane.client.health import Health
 from tuneplane.client.reporter import Reporter
+from tuneplane.client.session import Run, alert, finish, init, log
 
 __all__ = [
     "DeliveryFailed",
@@ -38,12 +42,18 @@ __all__ = [
     "NotConfigured",
     "Reporter",
     "ReporterError",
+    "ResumeRefused",
+    "Run",
     "__version__",
+    "alert",
     "declare_population",
     "distribution",
     "event",
+    "finish",
     "health_snapshot",
     "histogram",
+    "init",
+    "log",
     "report",
     "trial_result",
 ]

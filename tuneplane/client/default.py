@@ -53,6 +53,16 @@ def _say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
+def use(reporter: Reporter | None) -> None:
+    """Make ``reporter`` (the one ``init()`` started) the process-wide one, so that
+    ``report()`` and the event functions send to its run; None leaves things as they are."""
+    global _reporter, _disabled
+    if reporter is None:
+        return
+    with _lock:
+        _reporter, _disabled = reporter, False
+
+
 def default_reporter() -> Reporter | None:
     """The process-wide reporter, or None when the environment configures none."""
     return _reporter if _reporter is not None else _build()

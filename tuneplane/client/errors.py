@@ -7,8 +7,10 @@
     │                         or with a variable that breaks its rule
     ├── DeliveryFailed        a strict call (Reporter.status, Reporter.observations, run
     │                         creation) failed for good
-    └── InvalidObservation    Reporter.observations() was given an event that breaks a rule
-                              (also a ValueError); nothing was sent
+    ├── InvalidObservation    Reporter.observations() was given an event that breaks a rule
+    │                         (also a ValueError); nothing was sent
+    └── ResumeRefused         init(resume="must") of a run that does not exist, or
+                              init(resume="never") of one that does
 """
 
 from __future__ import annotations
@@ -51,3 +53,8 @@ class InvalidObservation(ReporterError, ValueError):
             message += f" (and {len(self.violations) - 5} more)"
         super().__init__(message)
         self.message = message
+
+
+class ResumeRefused(ReporterError):
+    """``init()`` could not honour ``resume``: ``"must"`` and the run does not exist, or
+    ``"never"`` and it does. Nothing was started."""

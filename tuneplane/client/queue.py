@@ -118,7 +118,9 @@ class Ledger:
 
 
 class PointQueue(Ledger):
-    def __init__(self, capacity: int, wake_at: int, wake: threading.Event) -> None:
+    def __init__(
+        self, capacity: int, wake_at: int, wake: threading.Event, next_step: int = 0
+    ) -> None:
         super().__init__(capacity, "point")
         self._wake_at = wake_at
         self._wake = wake
@@ -129,7 +131,7 @@ class PointQueue(Ledger):
         self._steps: list[object] = []
         self._metrics: list[dict[object, object]] = []
         self._waiting = 0  # points in the two lists
-        self._next_step = 0
+        self._next_step = next_step
         self._woken = False
         self._failed_sends = 0
 

@@ -38,9 +38,10 @@ from tuneplane.client.events import EventIds, ObservationsSent, histogram, prepa
 from tuneplane.client.health import Health
 from tuneplane.client.pipeline import Pipeline
 from tuneplane.client.queue import EventQueue, PointQueue
-from tuneplane.client.sender import OBSERVATIONS_PATH, Sender
+from tuneplane.client.sender import ALERT_TYPE, OBSERVATIONS_PATH, Sender
 from tuneplane.client.settings import FLUSH_TIMEOUT_DEFAULT, job_settings
 from tuneplane.client.transport import OUT_OF_TIME, Outcome, RetryPolicy, Transport
+from tuneplane.contract.arena import AlertLevel, parse_alerts
 from tuneplane.contract.ids import id_problem
 from tuneplane.contract.limits import (
     HEARTBEAT_INTERVAL_SECONDS,
@@ -92,8 +93,9 @@ class Reporter:
     ``endpoint`` is the server's base URL (``http://host:8000``); ``run_id`` is
     ``"project/run"``; ``token`` is the attempt's ingest token. ``transport`` is passed to
     ``httpx.Client`` (tests and custom networking). The sender thread starts with the first
-    ``report()`` or queued event; until then the reporter sends nothing, heartbeats
-    included.
+    ``report()`` or queued event, or with :meth:`start`; until then the reporter sends
+    nothing, heartbeats included. ``next_step`` is the step of the first ``report()``
+    without one (a resumed run's continue after its last step).
     """
 
     def __init__(
@@ -113,6 +115,7 @@ class Reporter:
         status_retry: RetryPolicy = STATUS_RETRY,
         timeout: float = 10.0,
         transport: httpx.BaseTransport | None = None,
+        next_step: int = 0,
     ) -> None:
         self.project, self.run = parse_run_id(run_id)
         if not 1 <= batch_points <= SCALAR_BATCH_MAX_POINTS:
@@ -120,7 +123,7 @@ class Reporter:
         self.endpoint = endpoint.rstrip("/")
         self.attempt = attempt
         self._wake = threading.Event()
-        self._queue = PointQueue(queue_capacity, batch_points, self._wake)
+        self._queue = PointQueue(queue_capacity, batch_points, self._wake, next_step)
         self._events = EventQueue(event_queue_capacity, OBSERVATION_BATCH_MAX, self._wake)
         self._ids = EventIds(attempt)
         self._transport = Transport(self.endpoint, token, timeout=timeout, transport=transport)
@@ -212,6 +215,12 @@ class Reporter:
                 type(exc).__name__,
                 exc,
             )
+
+    def start(self) -> None:
+        """Start the sender thread now, rather than on the first report: ``init()`` does,
+        so that the training thread never waits for a thread or an HTTP client."""
+        if self._sender is None:
+            self._start()
 
     def _start(self) -> None:
         with self._start_lock:
@@ -379,6 +388,38 @@ class Reporter:
         except Exception as exc:
             return self._refuse_event(exc)
         queued = self._events.put(prepared)
+        if queued and self._sender is None:
+            self._start()
+        return queued
+
+    def alert(
+        self,
+        title: str,
+        text: str | None = None,
+        *,
+        level: AlertLevel = "warn",
+        step: int | None = None,
+    ) -> bool:
+        """Queue an alert of the run (``level`` info, warn or error; a title of 1-200
+        characters, a text of at most 4,000). True when queued; False, counted with the
+        events in ``health()``, when refused. Never raises, never blocks.
+
+        >>> reporter.alert("reward collapsed", "reward < 0.1 for 50 steps", level="error")
+        True
+        """
+        item: dict[str, object] = {
+            "alert_id": self._ids.next(),
+            "title": title,
+            "level": level,
+            "step": step,
+        }
+        if text is not None:
+            item["text"] = text
+        try:
+            parse_alerts({"alerts": [item]})
+        except Exception as exc:
+            return self._refuse_event(exc)
+        queued = self._events.put({"type": ALERT_TYPE, **item})
         if queued and self._sender is None:
             self._start()
         return queued

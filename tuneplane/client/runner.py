@@ -37,7 +37,7 @@ from tuneplane.client.errors import DeliveryFailed
 from tuneplane.client.logs import LineSplitter, LogShipper
 from tuneplane.client.reporter import Reporter
 from tuneplane.client.settings import FLUSH_TIMEOUT, FLUSH_TIMEOUT_DEFAULT, QUEUE_MAX_POINTS
-from tuneplane.client.transport import RetryPolicy, Transport
+from tuneplane.client.transport import Outcome, RetryPolicy, Transport
 from tuneplane.contract import environment
 from tuneplane.contract.datadir import resolve_data_dir
 from tuneplane.contract.ids import id_problem
@@ -64,7 +64,12 @@ class UsageError(Exception):
 
 
 class SetupFailed(Exception):
-    """Telemetry could not be set up; the command runs untracked."""
+    """Telemetry could not be set up; the command runs untracked. ``status`` is the
+    server's HTTP status when it refused (None when it could not be reached)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +131,14 @@ class RunnerOptions:
         )
 
 
+def api_key(data_dir: str | None, env: Mapping[str, str]) -> str | None:
+    """``TUNEPLANE_API_KEY``, or the admin key ``tuneplane serve`` wrote in its data
+    directory (``data_dir``, else ``TUNEPLANE_DIR``, else the default); None without
+    either. :class:`SettingError` when the variable breaks its rule."""
+    key = Reader(env).read(environment.API_KEY_SETTING)
+    return key or _admin_key(data_dir, env)
+
+
 def _admin_key(data_dir: str | None, env: Mapping[str, str]) -> str | None:
     path = resolve_data_dir(data_dir, env) / environment.ADMIN_KEY_FILE
     try:
@@ -174,52 +187,90 @@ class Session:
 
 def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None = None) -> Session:
     """Create or resume the run and start an attempt; :class:`SetupFailed` says why not."""
-    if options.api_key is None:
+    api = setup_api(options.server, options.api_key, transport)
+    try:
+        create_run(api, options.project, options.run, options.config)
+        started = start_attempt(api, options.project, options.run)
+    finally:
+        api.close()
+    reporter = Reporter(
+        options.server,
+        f"{options.project}/{options.run}",
+        started.token,
+        attempt=started.attempt,
+        transport=transport,
+    )
+    logs = LogShipper(Transport(options.server, started.token, transport=transport))
+    return Session(started.attempt, started.token, reporter, logs, started.endpoint)
+
+
+def setup_api(
+    server: str, key: str | None, transport: httpx.BaseTransport | None = None
+) -> Transport:
+    """The transport that sets runs up with the user's API key; :class:`SetupFailed`
+    without a key."""
+    if key is None:
         raise SetupFailed(
             f"no API key: set {environment.API_KEY}, or run where `tuneplane serve` wrote "
             f"{environment.ADMIN_KEY_FILE} in its data directory (--data-dir)"
         )
-    api = Transport(options.server, options.api_key, timeout=SETUP_TIMEOUT, transport=transport)
-    try:
-        runs = f"/api/v1/projects/{options.project}/runs"
-        body: dict[str, object] = {"run": options.run}
-        if options.config is not None:
-            body["config"] = options.config
-        _call(api, runs, body, "create the run")
-        # A retry after a lost answer must not start a second attempt.
-        once = {"Idempotency-Key": uuid.uuid4().hex}
-        answer = _call(api, f"{runs}/{options.run}/attempts", {}, "start an attempt", once)
-    finally:
-        api.close()
+    return Transport(server, key, timeout=SETUP_TIMEOUT, transport=transport)
+
+
+def create_run(
+    api: Transport, project: str, run: str, config: Mapping[str, Any] | None
+) -> tuple[bool, dict[str, Any]]:
+    """Create the run, or resume it: ``(created, the run object)``. A config that differs
+    from the existing run's is a :class:`SetupFailed` with status 409."""
+    body: dict[str, object] = {"run": run}
+    if config is not None:
+        body["config"] = dict(config)
+    outcome = _call(api, f"/api/v1/projects/{project}/runs", body, "create the run")
+    answer = outcome.body if isinstance(outcome.body, dict) else {}
+    return outcome.status == 201, answer
+
+
+@dataclass(frozen=True, slots=True)
+class StartedAttempt:
+    attempt: int
+    token: str
+    #: Where the attempt reports to: the server's TUNEPLANE_INGEST_URL, else the server.
+    endpoint: str
+
+    def __repr__(self) -> str:  # the token never prints
+        return f"StartedAttempt({self.attempt})"
+
+
+def start_attempt(
+    api: Transport, project: str, run: str, config: Mapping[str, Any] | None = None
+) -> StartedAttempt:
+    """Start the run's next execution attempt (``config``, when given, is recorded on it)."""
+    # A retry after a lost answer must not start a second attempt.
+    once = {"Idempotency-Key": uuid.uuid4().hex}
+    body = {} if config is None else {"config": dict(config)}
+    path = f"/api/v1/projects/{project}/runs/{run}/attempts"
+    answer = _call(api, path, body, "start an attempt", once).body
     try:
         attempt, token = int(answer["attempt"]), str(answer["token"])
-        endpoint = str(answer.get("ingest_url") or options.server)
+        endpoint = str(answer.get("ingest_url") or api.base_url)
     except (TypeError, KeyError, ValueError, AttributeError) as exc:
         raise SetupFailed(f"unexpected answer to starting an attempt: {answer!r}") from exc
-    reporter = Reporter(
-        options.server,
-        f"{options.project}/{options.run}",
-        token,
-        attempt=attempt,
-        transport=transport,
-    )
-    logs = LogShipper(Transport(options.server, token, transport=transport))
-    return Session(attempt, token, reporter, logs, endpoint)
+    return StartedAttempt(attempt, token, endpoint)
 
 
 def _call(
     api: Transport, path: str, body: object, what: str, headers: dict[str, str] | None = None
-) -> Any:
+) -> Outcome:
     outcome = api.post(path, body, retry=SETUP_RETRY, headers=headers)
     if outcome.delivered:
-        return outcome.body
+        return outcome
     if outcome.status in (401, 403):
         why = f"the server refused the API key ({outcome.status})"
     elif outcome.status is None:
         why = f"{api.base_url} is unreachable ({outcome.detail})"
     else:
         why = f"{outcome.reason}: {outcome.detail}"
-    raise SetupFailed(f"could not {what}: {why}")
+    raise SetupFailed(f"could not {what}: {why}", outcome.status)
 
 
 def child_environment(

@@ -12,6 +12,7 @@ has superseded this one, nothing more is sent (the transport says so once, on st
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -27,6 +28,9 @@ from tuneplane.contract.limits import OBSERVATION_BATCH_MAX
 SCALARS_PATH: Final = "/api/v1/ingest/scalars"
 OBSERVATIONS_PATH: Final = "/api/v1/ingest/observations"
 HEARTBEAT_PATH: Final = "/api/v1/ingest/heartbeat"
+ALERTS_PATH: Final = "/api/v1/ingest/alerts"
+#: Alerts travel on the observation queue, marked so, and are sent to their own route.
+ALERT_TYPE: Final = "alert"
 POINTS_LOST: Final = "metric points dropped"
 EVENTS_LOST: Final = "observation events dropped"
 #: Dropped when the sender itself broke: a bug, reported rather than hidden.
@@ -80,6 +84,8 @@ class Sender(threading.Thread):
         self._wake.set()
 
     def run(self) -> None:
+        with contextlib.suppress(RuntimeError):  # closed already: the first post says so
+            self._transport.warm()
         next_heartbeat = time.monotonic()
         while True:
             stopping = self._stopping
@@ -169,10 +175,20 @@ class Sender(threading.Thread):
             for reason in dropped:
                 self._log_once(reason, self._builder.examples.get(reason, ""))
 
-    def _deliver_events(self, events: list[dict[str, object]]) -> None:
-        for start in range(0, len(events), OBSERVATION_BATCH_MAX):
-            chunk = events[start : start + OBSERVATION_BATCH_MAX]
-            self._post(self._events, OBSERVATIONS_PATH, {"events": chunk}, len(chunk))
+    def _deliver_events(self, queued: list[dict[str, object]]) -> None:
+        alerts = [
+            {k: v for k, v in item.items() if k != "type"}
+            for item in queued
+            if item.get("type") == ALERT_TYPE
+        ]
+        events = [item for item in queued if item.get("type") != ALERT_TYPE] if alerts else queued
+        for path, key, items in (
+            (OBSERVATIONS_PATH, "events", events),
+            (ALERTS_PATH, "alerts", alerts),
+        ):
+            for start in range(0, len(items), OBSERVATION_BATCH_MAX):
+                chunk = items[start : start + OBSERVATION_BATCH_MAX]
+                self._post(self._events, path, {key: chunk}, len(chunk))
 
     def _send(self, batch: Batch) -> None:
         self._post(self._queue, SCALARS_PATH, batch.body, batch.settles, batch.invalid)

@@ -109,22 +109,46 @@ class Transport:
         self._timeout = timeout
         self._superseded: Outcome | None = None
         self._superseded_lock = threading.Lock()
-        self._client = httpx.Client(
-            base_url=self.base_url,
-            headers={
-                "Authorization": f"Bearer {credential}",
-                "User-Agent": f"tuneplane-sdk/{__version__}",
-            },
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
-            transport=transport,
-            limits=httpx.Limits(max_connections=4, max_keepalive_connections=4),
-        )
+        self._credential = credential
+        self._custom = transport
+        # Built on first use, on the thread that sends: an httpx.Client costs 30-60 ms (its
+        # SSL context), which the first report() on the training thread must not pay.
+        self._client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"Transport({self.base_url!r})"
 
+    def _http(self) -> httpx.Client:
+        client = self._client
+        if client is not None:
+            return client
+        with self._client_lock:
+            if self._closed:
+                raise RuntimeError(f"{self!r} is closed")
+            if self._client is None:
+                self._client = httpx.Client(
+                    base_url=self.base_url,
+                    headers={
+                        "Authorization": f"Bearer {self._credential}",
+                        "User-Agent": f"tuneplane-sdk/{__version__}",
+                    },
+                    timeout=httpx.Timeout(self._timeout, connect=min(self._timeout, 5.0)),
+                    transport=self._custom,
+                    limits=httpx.Limits(max_connections=4, max_keepalive_connections=4),
+                )
+            return self._client
+
+    def warm(self) -> None:
+        """Build the HTTP client now (the sender thread does, as it starts)."""
+        self._http()
+
     def close(self) -> None:
-        self._client.close()
+        with self._client_lock:
+            self._closed = True
+            if self._client is not None:
+                self._client.close()
 
     @property
     def superseded(self) -> bool:
@@ -178,16 +202,32 @@ class Transport:
                 return outcome
             self._pause(retry.delay(failures), deadline, interrupt)
 
+    def get(self, path: str, *, retry: RetryPolicy) -> Outcome:
+        """GET ``path`` (a JSON answer) until it is delivered, rejected, or ``retry`` runs out."""
+        failures = 0
+        while True:
+            outcome = self._attempt(path, None, self._timeout, None)
+            if outcome.delivered or outcome.rejected:
+                return outcome
+            failures += 1
+            if failures >= retry.attempts:
+                return outcome
+            time.sleep(retry.delay(failures))
+
     def _attempt(
-        self, path: str, content: bytes, timeout: float, headers: Mapping[str, str] | None
+        self, path: str, content: bytes | None, timeout: float, headers: Mapping[str, str] | None
     ) -> Outcome:
+        """One request: a POST of ``content``, or a GET when it is None."""
         try:
-            response = self._client.post(
-                path,
-                content=content,
-                headers=_JSON_HEADERS if headers is None else {**_JSON_HEADERS, **headers},
-                timeout=timeout,
-            )
+            if content is None:
+                response = self._http().get(path, timeout=timeout)
+            else:
+                response = self._http().post(
+                    path,
+                    content=content,
+                    headers=_JSON_HEADERS if headers is None else {**_JSON_HEADERS, **headers},
+                    timeout=timeout,
+                )
         except httpx.TransportError as exc:
             return Outcome(False, reason=UNREACHABLE, detail=_describe(exc))
         status = response.status_code

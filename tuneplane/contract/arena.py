@@ -22,6 +22,7 @@ from tuneplane.contract.limits import (
     ALERT_TITLE_MAX_CHARS,
     ARENA_BATCH_MAX_ITEMS,
     ARENA_EVENT_MAX_METRICS,
+    OBSERVATION_BATCH_MAX,
 )
 from tuneplane.contract.validation import (
     NUL_RULE,
@@ -201,6 +202,29 @@ def _parse_alert(check: _Checker, path: str, item: dict[str, Any]) -> ArenaAlert
         level=level,  # type: ignore[arg-type]
         step=step,
     )
+
+
+def parse_alerts(body: object) -> tuple[ArenaAlert, ...]:
+    """Validate ``POST /api/v1/ingest/alerts``: ``{"alerts": [...]}``, 1-32 alerts of the
+    Arena's shape without ``project`` and ``run`` (the ingest token names the run). The SDK
+    checks each alert with it before queueing. Raises like :func:`parse_arena_batch`."""
+    if not isinstance(body, dict):
+        raise malformed("must be a JSON object with 'alerts'")
+    items = body.get("alerts")
+    if not isinstance(items, list) or not 1 <= len(items) <= OBSERVATION_BATCH_MAX:
+        raise InvalidInput(
+            (Violation("alerts", f"must be a list of 1-{OBSERVATION_BATCH_MAX} alerts"),)
+        )
+    check = _Checker()
+    alerts: list[ArenaAlert] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            check.add(f"alerts[{index}]", "must be an object")
+        elif (alert := _parse_alert(check, f"alerts[{index}]", item)) is not None:
+            alerts.append(alert)
+    if check.violations:
+        raise InvalidInput(tuple(check.violations[:MAX_REPORTED_VIOLATIONS]))
+    return tuple(alerts)
 
 
 def parse_arena_batch(body: object) -> ArenaBatch:

@@ -73,18 +73,36 @@ def parse_run_create(body: object) -> RunCreate:
     if problem:
         violations.append(Violation("run", "required" if run is None else problem))
     config = item.get("config")
-    if config is not None:
-        if not isinstance(config, dict):
-            violations.append(Violation("config", "must be an object"))
-        elif (unstorable := json_problem(config, "config")) is not None:
-            violations.append(unstorable)
-        elif len(orjson.dumps(config)) > RUN_CONFIG_MAX_BYTES:
-            violations.append(
-                Violation("config", f"must be at most {RUN_CONFIG_MAX_BYTES // 1024} KiB as JSON")
-            )
+    if config is not None and (problem_of_config := _config_violation(config)) is not None:
+        violations.append(problem_of_config)
     _raise_if(violations)
     assert isinstance(run, str)
     return RunCreate(run=run, config=config or None)
+
+
+def _config_violation(config: object) -> Violation | None:
+    if not isinstance(config, dict):
+        return Violation("config", "must be an object")
+    if (unstorable := json_problem(config, "config")) is not None:
+        return unstorable
+    if len(orjson.dumps(config)) > RUN_CONFIG_MAX_BYTES:
+        return Violation("config", f"must be at most {RUN_CONFIG_MAX_BYTES // 1024} KiB as JSON")
+    return None
+
+
+def parse_attempt_start(body: object) -> dict[str, Any] | None:
+    """``POST …/attempts``: an empty body, or ``{"config": {...}}``, the attempt's own
+    config (the rules of a run's); returns it, or None."""
+    if body is None:
+        return None
+    item = _object(body)
+    config = item.get("config")
+    if config is None:
+        return None
+    if (problem := _config_violation(config)) is not None:
+        raise InvalidInput((problem,))
+    assert isinstance(config, dict)
+    return config or None
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,11 @@ class Permissions(BaseModel):
     manage: bool
 
 
+class AttemptConfig(BaseModel):
+    attempt: int
+    config: dict[str, object]
+
+
 class RunOut(BaseModel):
     project: str
     run: str
@@ -64,6 +69,8 @@ class RunOut(BaseModel):
     exit_code: int | None
     attempt: int | None
     transport: Transport
+    #: One run's answer only: the attempts that recorded a config other than the run's.
+    attempt_configs: list[AttemptConfig] | None = None
     you: Permissions | None = None
 
 

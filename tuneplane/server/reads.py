@@ -39,6 +39,7 @@ from tuneplane.server.responses import JSON
 from tuneplane.server.run_json import run_json
 from tuneplane.server.state import app_state
 from tuneplane.store import access, catalog, points
+from tuneplane.store.runs import differing_attempt_configs
 
 router = APIRouter(prefix="/api/v1", tags=["read"])
 
@@ -97,7 +98,8 @@ def get_run(request: Request, project: str, run: str) -> Response:
     with app_state(request).database.connect() as connection:
         row = catalog.get_run(connection, project, run)
         you = permissions(connection, caller_of(request).actor, project, row.id)
-    return JSON({**run_json(project, row), "you": you})
+        differing = differing_attempt_configs(connection, row.id, row.config)
+    return JSON({**run_json(project, row), "attempt_configs": differing, "you": you})
 
 
 def metric_json(summary: points.MetricSummary) -> dict[str, object]:

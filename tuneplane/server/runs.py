@@ -10,16 +10,17 @@ from starlette.responses import Response
 
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.ids import id_problem
+from tuneplane.contract.json_body import decode_json_body
 from tuneplane.contract.limits import RUN_CONFIG_MAX_BYTES
-from tuneplane.contract.protocol import parse_run_create
+from tuneplane.contract.protocol import parse_attempt_start, parse_run_create
 from tuneplane.server.access import caller_of
-from tuneplane.server.body import read_json
+from tuneplane.server.body import read_body, read_json
 from tuneplane.server.models import AttemptOut, RunOut
 from tuneplane.server.responses import JSON
 from tuneplane.server.run_json import run_json
 from tuneplane.server.state import app_state
-from tuneplane.store import catalog, credentials
-from tuneplane.store.runs import ProjectSetup, create_or_resume
+from tuneplane.store import catalog
+from tuneplane.store.runs import ProjectSetup, create_or_resume, start_attempt_with_config
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 
@@ -56,17 +57,22 @@ async def start_attempt(
         Header(description="a retry with the same key returns the same attempt, new token"),
     ] = None,
 ) -> Response:
-    """Start the run's next execution attempt and issue its ingest token (shown once)."""
+    """Start the run's next execution attempt and issue its ingest token (shown once). An
+    optional body ``{"config": {...}}`` records the attempt's own config (a resumed run
+    keeps its own; the run's answer lists the attempts whose config differs)."""
     if idempotency_key is not None and (problem := id_problem(idempotency_key)):
         raise InvalidInput((Violation("Idempotency-Key", problem),))
+    raw = await read_body(request, RUN_CONFIG_MAX_BYTES + 4096)
+    config = parse_attempt_start(decode_json_body(raw) if raw.strip() else None)
     state = app_state(request)
     with state.database.connect() as connection:
         run_id = catalog.get_run(connection, project, run).id
     issued = await state.database.write(
-        credentials.start_attempt,
+        start_attempt_with_config,
         run_id,
         state.settings.ingest_token_days,
         idempotency_key,
+        config,
         key=run_id,
     )
     return JSON(

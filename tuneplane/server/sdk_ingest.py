@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
+from tuneplane.contract.arena import parse_alerts
 from tuneplane.contract.limits import INGEST_BODY_MAX_BYTES
 from tuneplane.contract.observations import parse_observations
 from tuneplane.contract.protocol import (
@@ -21,7 +22,7 @@ from tuneplane.server.body import read_json
 from tuneplane.server.models import LogResult, ScalarResult
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
-from tuneplane.store import observations, runlogs, runs, scalars
+from tuneplane.store import arena, observations, runlogs, runs, scalars
 from tuneplane.store.credentials import TokenScope, write_as
 
 router = APIRouter(prefix="/api/v1/ingest", tags=["ingest"])
@@ -87,3 +88,17 @@ async def ingest_heartbeat(request: Request, scope: Scope) -> Response:
     )
     state.live.notify(scope.run_id)
     return JSON({"ok": True})
+
+
+@router.post("/alerts")
+async def ingest_alerts(request: Request, scope: Scope) -> Response:
+    """Up to 32 alerts (``alert_id``, ``title``, ``text``, ``level``, ``step``) of the run,
+    stored as the Arena route stores them; an ``alert_id`` already stored is a duplicate."""
+    alerts = parse_alerts(await read_json(request, INGEST_BODY_MAX_BYTES))
+    state = app_state(request)
+    new = await state.database.write(
+        write_as, scope, arena.write_alerts, scope.run_id, alerts, key=scope.run_id
+    )
+    if new:
+        state.live.notify(scope.run_id)
+    return JSON({"new": new, "duplicate": len(alerts) - new})

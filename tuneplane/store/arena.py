@@ -100,6 +100,12 @@ def _store_alerts(sql: Dialect, run_id: int, alerts: Sequence[ArenaAlert], now: 
     return new
 
 
+def write_alerts(connection: Connection, run_id: int, alerts: Sequence[ArenaAlert]) -> int:
+    """Alerts the SDK sent (``POST /api/v1/ingest/alerts``), stored as the Arena's are: an
+    ``alert_id`` already stored is a duplicate. Returns how many were new."""
+    return _store_alerts(Dialect(connection), run_id, alerts, time.time())
+
+
 #: A batch to store, with its run as committed earlier when that is remembered.
 ArenaWrite = tuple[ArenaBatch, KnownRun | None]
 

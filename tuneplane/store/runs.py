@@ -13,7 +13,7 @@ from tuneplane.contract.access import Visibility
 from tuneplane.contract.errors import Conflict
 from tuneplane.contract.protocol import TERMINAL_STATUSES, StatusReport
 from tuneplane.store.access import add_owner
-from tuneplane.store.credentials import TokenScope
+from tuneplane.store.credentials import IssuedToken, TokenScope, start_attempt
 from tuneplane.store.dialect import upsert
 from tuneplane.store.schema import attempts, projects, runs
 
@@ -101,6 +101,41 @@ def _create_project(connection: Connection, project: str, setup: ProjectSetup, n
     ).scalar_one_or_none()
     if project_id is not None and setup.owner is not None:
         add_owner(connection, project_id, setup.owner)
+
+
+def start_attempt_with_config(
+    connection: Connection,
+    run_id: int,
+    token_days: float,
+    request_key: str | None,
+    config: RunConfig | None,
+) -> IssuedToken:
+    """:func:`~tuneplane.store.credentials.start_attempt`, recording the attempt's own
+    config (the run's stays as it was created; a retried start keeps the first)."""
+    issued = start_attempt(connection, run_id, token_days, request_key)
+    if config is not None:
+        connection.execute(
+            update(attempts)
+            .where(
+                attempts.c.run_id == run_id,
+                attempts.c.attempt == issued.attempt,
+                attempts.c.config.is_(None),
+            )
+            .values(config=config)
+        )
+    return issued
+
+
+def differing_attempt_configs(
+    connection: Connection, run_id: int, config: RunConfig | None
+) -> list[dict[str, object]]:
+    """The attempts of a run that recorded a config other than the run's, oldest first."""
+    rows = connection.execute(
+        select(attempts.c.attempt, attempts.c.config)
+        .where(attempts.c.run_id == run_id, attempts.c.config.is_not(None))
+        .order_by(attempts.c.attempt)
+    ).all()
+    return [{"attempt": row.attempt, "config": row.config} for row in rows if row.config != config]
 
 
 def set_status(connection: Connection, scope: TokenScope, report: StatusReport) -> None:

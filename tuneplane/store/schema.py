@@ -155,6 +155,8 @@ attempts = Table(
     Column("token_expires_at", Float, nullable=False),
     # The caller's Idempotency-Key: a retried start returns the same attempt.
     Column("request_key", String(128), nullable=True),
+    # The attempt's own config, when its init() gave one: a resumed run keeps the run's.
+    Column("config", JSON, nullable=True),
     UniqueConstraint("run_id", "attempt", name="uq_attempts_run_attempt"),
     UniqueConstraint("run_id", "request_key", name="uq_attempts_run_request_key"),
 )

@@ -1,0 +1,237 @@
+"""``tuneplane.init()`` / ``log()`` / ``alert()`` / ``finish()`` in real Python processes
+against a real server: a plain script, resume and its modes, the context manager, ranks."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.client.runs import PROJECT, Server, runner_env
+
+
+def script(server: Server, code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter, with the server's URL and the admin key."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=runner_env(TUNEPLANE_URL=server.base, TUNEPLANE_API_KEY=server.key, **env),
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+
+
+def points(server: Server, run: str, metric: str) -> list[tuple[int, float]]:
+    page = server.get(f"/api/v1/projects/{PROJECT}/runs/{run}/points/{metric}", limit=10_000)
+    return [(p["step"], p["value"]) for p in page["points"]]
+
+
+def metric_names(server: Server, run: str) -> set[str]:
+    return {m["metric"] for m in server.get(f"/api/v1/projects/{PROJECT}/runs/{run}/metrics")}
+
+
+def fresh() -> str:
+    return f"init-{uuid.uuid4().hex[:10]}"
+
+
+def test_a_plain_script_reports_with_init_log_alert_finish(server: Server) -> None:
+    run = fresh()
+    done = script(
+        server,
+        f"""
+        import tuneplane
+        r = tuneplane.init(project="{PROJECT}", name="{run}", config={{"lr": 0.001}})
+        assert r.reporting, r
+        assert r.attempt == 1 and not r.resumed, r
+        for i in range(5):
+            tuneplane.log({{"train/loss": 1.0 / (i + 1)}})
+        tuneplane.log({{"train/loss": 0.5}}, step=2)  # a correction
+        assert tuneplane.alert("reward collapsed", "below 0.1", level="error", step=4)
+        assert not tuneplane.alert("")  # breaks the title rule: refused, not raised
+        tuneplane.finish()
+        tuneplane.log({{"train/loss": 9.0}})  # after finish: nothing, no error
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"reporting {PROJECT}/{run} (attempt 1)" in done.stderr
+    found = server.run(run)
+    assert (found["status"], found["exit_code"], found["config"]) == (
+        "succeeded",
+        None,
+        {"lr": 0.001},
+    )
+    assert found["attempt_configs"] == []
+    assert points(server, run, "train/loss") == [
+        (0, 1.0),
+        (1, 0.5),
+        (2, 0.5),
+        (3, 0.25),
+        (4, 0.2),
+    ]
+    alerts = server.get(f"/api/v1/projects/{PROJECT}/runs/{run}/alerts")
+    items = alerts["alerts"] if isinstance(alerts, dict) else alerts
+    assert [(a["title"], a["text"], a["level"], a["step"]) for a in items] == [
+        ("reward collapsed", "below 0.1", "error", 4)
+    ]
+
+
+RESUME = """
+import tuneplane
+r = tuneplane.init(project="{project}", name="{run}", config={config}, resume="{mode}")
+for i in range({steps}):
+    tuneplane.log({{"loss": float(i)}})
+tuneplane.finish()
+print("resumed" if r.resumed else "created", r.attempt)
+"""
+
+
+def resume(
+    server: Server, run: str, config: dict[str, Any], steps: int, mode: str = "allow"
+) -> Any:
+    code = RESUME.format(project=PROJECT, run=run, config=config, steps=steps, mode=mode)
+    return script(server, code)
+
+
+def test_a_resumed_run_continues_its_steps_and_records_a_differing_config(server: Server) -> None:
+    run = fresh()
+    first = resume(server, run, {"lr": 1}, 5)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == ["created", "1"], first.stderr
+    same = resume(server, run, {"lr": 1}, 2)
+    assert same.stdout.split() == ["resumed", "2"], same.stderr
+    assert "config" not in same.stderr
+    changed = resume(server, run, {"lr": 2}, 3)
+    assert changed.returncode == 0, changed.stderr
+    assert changed.stdout.split() == ["resumed", "3"], changed.stderr
+    said = [line for line in changed.stderr.splitlines() if "config" in line]
+    assert said == [
+        f"tuneplane: run {PROJECT}/{run} keeps the config it was created with; attempt 3's "
+        "own config differs and is recorded on the attempt"
+    ]
+    # Automatic steps continued after each attempt's last: nothing was overwritten.
+    assert points(server, run, "loss") == [
+        (step, float(value)) for step, value in enumerate([0, 1, 2, 3, 4, 0, 1, 0, 1, 2])
+    ]
+    found = server.run(run)
+    assert found["config"] == {"lr": 1}
+    assert found["attempt_configs"] == [{"attempt": 3, "config": {"lr": 2}}]
+
+
+def test_resume_modes_refuse_clearly(server: Server) -> None:
+    run = fresh()
+    missing = resume(server, run, {}, 1, mode="must")
+    assert missing.returncode == 1
+    assert (
+        f"tuneplane.client.errors.ResumeRefused: run {PROJECT}/{run} does not exist "
+        "(resume='must')" in missing.stderr
+    )
+    assert resume(server, run, {}, 1, mode="never").stdout.split() == ["created", "1"]
+    again = resume(server, run, {}, 1, mode="never")
+    assert again.returncode == 1
+    assert f"ResumeRefused: run {PROJECT}/{run} already exists (resume='never')" in again.stderr
+    assert resume(server, run, {}, 1, mode="must").stdout.split() == ["resumed", "2"]
+    assert server.run(run)["attempt"] == 2  # the refused never started an attempt
+
+
+def test_the_context_manager_fails_the_attempt_on_an_exception(server: Server) -> None:
+    run = fresh()
+    done = script(
+        server,
+        f"""
+        import tuneplane
+        with tuneplane.init(project="{PROJECT}", name="{run}") as r:
+            r.log({{"loss": 1.0}})
+            raise RuntimeError("diverged")
+        """,
+    )
+    assert done.returncode == 1
+    assert "RuntimeError: diverged" in done.stderr
+    found = server.run(run)
+    assert (found["status"], found["exit_code"]) == ("failed", 1)
+    assert points(server, run, "loss") == [(0, 1.0)]
+
+    ok = fresh()
+    done = script(server, f'import tuneplane\nwith tuneplane.init("{PROJECT}", "{ok}"):\n  pass\n')
+    assert done.returncode == 0, done.stderr
+    assert server.run(ok)["status"] == "succeeded"
+
+
+def test_an_unreachable_server_leaves_training_running(server: Server) -> None:
+    done = script(
+        server,
+        f"""
+        import tuneplane
+        r = tuneplane.init(project="{PROJECT}", name="x", server="http://127.0.0.1:9")
+        tuneplane.log({{"loss": 1.0}})
+        tuneplane.finish()
+        print(r.reporting)
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"], done.stderr
+    assert f"telemetry is off for {PROJECT}/x: could not create the run" in done.stderr
+
+
+TORCH_JOB = """
+import sys, tuneplane
+import torch.distributed as dist
+dist.init_process_group("gloo")
+r = tuneplane.init(project="{project}", name="{run}", per_rank={per_rank})
+for step in range(3):
+    tuneplane.log({{"loss": float(10 * dist.get_rank() + step)}})
+dist.barrier()
+tuneplane.finish()
+dist.destroy_process_group()
+"""
+
+
+def torchrun(server: Server, run: str, per_rank: bool, tmp: Any, runner: bool) -> Any:
+    job = tmp / "job.py"
+    job.write_text(TORCH_JOB.format(project=PROJECT, run=run, per_rank=per_rank))
+    command = [shutil.which("torchrun") or "torchrun", "--nproc_per_node", "2", str(job)]
+    if runner:
+        command = [
+            sys.executable, "-m", "tuneplane.cli", "run", "--server", server.base,
+            "--project", PROJECT, "--run", run, "--", *command,
+        ]  # fmt: skip
+    env = runner_env(TUNEPLANE_URL=server.base, TUNEPLANE_API_KEY=server.key)
+    env.pop("RANK", None)
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=180)
+
+
+def test_under_torchrun_only_rank_0_reports(server: Server, tmp_path: Any) -> None:
+    run = fresh()
+    done = torchrun(server, run, False, tmp_path, runner=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("rank 1 of 2 does not report (only rank 0 reports)") == 1
+    assert metric_names(server, run) == {"loss"}
+    assert points(server, run, "loss") == [(0, 0.0), (1, 1.0), (2, 2.0)]
+    assert server.run(run)["status"] == "succeeded"
+
+
+def test_per_rank_reports_every_rank_into_its_own_series(server: Server, tmp_path: Any) -> None:
+    run = fresh()
+    done = torchrun(server, run, True, tmp_path, runner=True)
+    assert done.returncode == 0, done.stderr
+    assert metric_names(server, run) == {"loss@rank0", "loss@rank1"}
+    assert points(server, run, "loss@rank0") == [(0, 0.0), (1, 1.0), (2, 2.0)]
+    assert points(server, run, "loss@rank1") == [(0, 10.0), (1, 11.0), (2, 12.0)]
+    assert server.run(run)["status"] == "succeeded"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"RANK": "x"}, "RANK='x': must be a nonnegative integer"),
+        ({"RANK": "2", "WORLD_SIZE": "2"}, "RANK=2 must be below"),
+    ],
+)
+def test_bad_rank_variables_are_named(server: Server, env: dict[str, str], message: str) -> None:
+    done = script(server, f'import tuneplane\ntuneplane.init("{PROJECT}", "{fresh()}")', **env)
+    assert done.returncode == 1
+    assert message in done.stderr

@@ -1,0 +1,468 @@
+"""``tuneplane.init()``, ``log()``, ``alert()`` and ``finish()``: reporting from a notebook or
+a plain script, without ``tuneplane run``.
+
+::
+
+    import tuneplane
+
+    with tuneplane.init(project="grpo", name="qwen-7b", config={"lr": 1e-5}) as run:
+        for step in range(steps):
+            ...
+            run.log({"train/loss": loss})          # or tuneplane.log(...)
+    # an exception inside the block finishes the attempt as failed
+
+``init()`` creates (or resumes) the run and starts an execution attempt with the user's API
+key, exactly as the runner does (``runner.create_run`` / ``runner.start_attempt``). Under
+``tuneplane run`` (``TUNEPLANE_JOB_*`` set) it attaches to the runner's run and attempt
+instead, and the runner reports the attempt's status.
+
+Several processes (``torchrun``): ``RANK`` and ``WORLD_SIZE`` are read. Only rank 0 reports
+unless ``per_rank=True``, which reports every rank into series of its own, named
+``<metric>@rank<N>``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final, Literal
+
+from tuneplane.client import default
+from tuneplane.client.errors import DeliveryFailed, ResumeRefused
+from tuneplane.client.reporter import Reporter
+from tuneplane.client.runner import (
+    SETUP_RETRY,
+    SETUP_TIMEOUT,
+    SetupFailed,
+    api_key,
+    create_run,
+    setup_api,
+    start_attempt,
+)
+from tuneplane.client.settings import FLUSH_TIMEOUT, QUEUE_MAX_POINTS, job_settings
+from tuneplane.client.transport import Transport
+from tuneplane.contract import environment
+from tuneplane.contract.arena import AlertLevel
+from tuneplane.contract.ids import id_problem
+from tuneplane.contract.settings import Reader
+
+Resume = Literal["allow", "must", "never"]
+RESUME_MODES: Final[tuple[Resume, ...]] = ("allow", "must", "never")
+#: A rank's series under ``per_rank=True``: ``train/loss@rank1``.
+RANK_SUFFIX: Final = "@rank{rank}"
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(f"tuneplane: {line}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranks:
+    """This process's place among its launcher's (``torchrun`` sets the variables)."""
+
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Ranks:
+        """``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``; ValueError naming one that is not a
+        nonnegative integer (or a rank not below the world size)."""
+        values: dict[str, int] = {}
+        for name, default_value in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)):
+            raw = environ.get(name, "").strip()
+            if not raw:
+                values[name] = default_value
+                continue
+            if not raw.isdigit():
+                raise ValueError(f"{name}={raw!r}: must be a nonnegative integer")
+            values[name] = int(raw)
+        ranks = cls(values["RANK"], values["LOCAL_RANK"], max(1, values["WORLD_SIZE"]))
+        if ranks.rank >= ranks.world_size:
+            raise ValueError(f"RANK={ranks.rank} must be below WORLD_SIZE={ranks.world_size}")
+        return ranks
+
+
+class Run:
+    """The run :func:`init` started or attached to. ``reporting`` is False in a process
+    that does not report (a rank other than 0, or telemetry that could not be set up);
+    its calls then do nothing."""
+
+    def __init__(
+        self,
+        project: str,
+        name: str,
+        reporter: Reporter | None,
+        *,
+        attempt: int | None = None,
+        resumed: bool = False,
+        ranks: Ranks | None = None,
+        suffix: str = "",
+        reports_status: bool = False,
+    ) -> None:
+        self.project = project
+        self.name = name
+        self.attempt = attempt
+        self.resumed = resumed
+        self.ranks = ranks or Ranks()
+        self._reporter = reporter
+        self._suffix = suffix
+        self._reports_status = reports_status
+        self._finished = False
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        state = f"attempt {self.attempt}" if self.reporting else "not reporting"
+        return f"Run('{self.project}/{self.name}', {state})"
+
+    @property
+    def reporting(self) -> bool:
+        return self._reporter is not None
+
+    @property
+    def reporter(self) -> Reporter | None:
+        """The reporter behind this run (None when this process does not report)."""
+        return self._reporter
+
+    def log(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        """Report scalar metrics at ``step`` (``None``: the step after the last one, which
+        on a resumed run continues after its last stored step). Never raises, never waits.
+
+        >>> run.log({"train/loss": 0.71, "train/reward": 0.4})
+        """
+        reporter = self._reporter
+        if reporter is None:
+            return
+        if self._suffix:
+            # Unreadable input goes to report() as it is, which refuses and counts it.
+            with contextlib.suppress(Exception):
+                metrics = {f"{name}{self._suffix}": value for name, value in metrics.items()}
+        reporter.report(metrics, step)
+
+    def alert(
+        self,
+        title: str,
+        text: str | None = None,
+        level: AlertLevel = "warn",
+        *,
+        step: int | None = None,
+    ) -> bool:
+        """Queue an alert of the run (``level`` ``info``, ``warn`` or ``error``); True when
+        queued. Never raises, never waits."""
+        reporter = self._reporter
+        return False if reporter is None else reporter.alert(title, text, level=level, step=step)
+
+    def finish(self, exit_code: int | None = None, *, timeout: float | None = None) -> None:
+        """Send what is queued, report the attempt ``succeeded`` (``exit_code`` 0 or None)
+        or ``failed`` (any other code), and stop reporting. Strict about nothing: a status
+        that cannot be delivered is said on stderr. Calling it again does nothing."""
+        status = "succeeded" if exit_code in (None, 0) else "failed"
+        self._end(status, exit_code, timeout)
+
+    def _end(self, status: str, exit_code: int | None, timeout: float | None) -> None:
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+        _forget(self)
+        reporter = self._reporter
+        if reporter is None:
+            return
+        wait = reporter._exit_timeout if timeout is None else timeout
+        reporter.flush(wait)
+        if self._reports_status:
+            try:
+                reporter.status(status, exit_code, timeout=wait)  # type: ignore[arg-type]
+            except DeliveryFailed as exc:
+                _say(f"warning: {exc}")
+        summary = reporter.close(wait).loss_summary()
+        if summary is not None:
+            _say(summary.removeprefix("tuneplane: "))
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self._end("succeeded", 0, None)
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self._end("cancelled", None, None)
+        else:
+            self._end("failed", 1, None)
+
+
+_current: Run | None = None
+_current_lock = threading.Lock()
+
+
+def _forget(run: Run) -> None:
+    global _current
+    with _current_lock:
+        if _current is run:
+            _current = None
+
+
+def current() -> Run | None:
+    """The run the last :func:`init` of this process returned, until it is finished."""
+    return _current
+
+
+def init(
+    project: str | None = None,
+    name: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    *,
+    resume: Resume = "allow",
+    group: str | None = None,
+    tags: list[str] | tuple[str, ...] | None = None,
+    notes: str | None = None,
+    server: str | None = None,
+    per_rank: bool = False,
+    data_dir: str | None = None,
+) -> Run:
+    """Create or resume the run ``project/name`` and start an execution attempt, with the
+    API key of ``TUNEPLANE_API_KEY`` (or the ``admin.key`` of the data directory, as
+    ``tuneplane run`` finds it), reporting to ``server`` (else ``TUNEPLANE_URL``).
+
+    >>> run = tuneplane.init(project="grpo", name="qwen-7b", config={"lr": 1e-5})
+    >>> tuneplane.log({"train/loss": 0.71})
+    >>> tuneplane.finish()
+
+    ``resume``: ``"allow"`` creates the run or resumes it; ``"must"`` resumes an existing
+    run only; ``"never"`` creates a new one only. A resumed run's automatic steps continue
+    after its last step. Its config stays what it was created with: a different ``config``
+    is recorded on this attempt, and stderr says so in one line.
+
+    A strict call: it raises :class:`ResumeRefused` when ``resume`` cannot be honoured
+    (``"must"`` and the run does not exist, ``"never"`` and it does) and ValueError for a
+    bad argument or ``RANK``/``WORLD_SIZE``. When the server cannot be reached or refuses
+    the key, it says so on stderr and returns a run that does not report: training goes on.
+
+    ``group``, ``tags`` and ``notes`` are accepted for W&B compatibility and not stored yet.
+    Under ``tuneplane run`` the run and attempt are the runner's: ``project``, ``name``,
+    ``config`` and ``resume`` are the runner's flags, and the runner reports the status.
+    """
+    env = os.environ
+    _check_arguments(project, name, resume, group, tags, notes)
+    ranks = Ranks.from_env(env)
+    suffix = RANK_SUFFIX.format(rank=ranks.rank) if per_rank else ""
+    if env.get(environment.JOB_RUN_ID):
+        run = _attach(project, name, config, ranks, suffix)
+    elif ranks.rank != 0:
+        why = (
+            "with per_rank=True every rank reports under `tuneplane run` only, which shares "
+            "one attempt among them"
+            if per_rank
+            else "only rank 0 reports"
+        )
+        _say(f"rank {ranks.rank} of {ranks.world_size} does not report ({why})")
+        run = Run(project or "", name or "", None, ranks=ranks)
+    else:
+        assert project is not None
+        run = _start(project, name or _new_name(), config, resume, server, data_dir, ranks)
+        run._suffix = suffix
+    _become_current(run)
+    return run
+
+
+def _check_arguments(
+    project: str | None,
+    name: str | None,
+    resume: str,
+    group: str | None,
+    tags: object,
+    notes: str | None,
+) -> None:
+    if resume not in RESUME_MODES:
+        raise ValueError(f"resume must be one of {', '.join(RESUME_MODES)}, not {resume!r}")
+    attached = bool(os.environ.get(environment.JOB_RUN_ID))
+    if project is None and not attached:
+        raise ValueError("project is required (outside `tuneplane run`)")
+    for label, value in (("project", project), ("name", name)):
+        if value is not None and (problem := id_problem(value)):
+            raise ValueError(f"{label} {value!r}: {problem}")
+    if resume == "must" and name is None and not attached:
+        raise ValueError("resume='must' needs the name of the run to resume")
+    if group is not None and not isinstance(group, str):
+        raise ValueError("group must be a string")
+    if notes is not None and not isinstance(notes, str):
+        raise ValueError("notes must be a string")
+    if tags is not None and not (
+        isinstance(tags, list | tuple) and all(isinstance(t, str) for t in tags)
+    ):
+        raise ValueError("tags must be a list of strings")
+
+
+def _new_name() -> str:
+    return time.strftime("run-%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+def _become_current(run: Run) -> None:
+    global _current
+    with _current_lock:
+        _current = run
+    default.use(run.reporter if run.reporting and not run._suffix else None)
+
+
+def _attach(
+    project: str | None, name: str | None, config: object, ranks: Ranks, suffix: str
+) -> Run:
+    """The runner's run and attempt, from ``TUNEPLANE_JOB_*``."""
+    job = job_settings(os.environ)  # NotConfigured naming a bad variable: a strict call
+    job_project, _, job_run = job.run_id.partition("/")
+    if (project, name) != (None, None) and (project or job_project, name or job_run) != (
+        job_project,
+        job_run,
+    ):
+        _say(f"under `tuneplane run` this process reports to {job.run_id}, not {project}/{name}")
+    if config is not None and ranks.rank == 0:
+        _say(
+            "under `tuneplane run` the run's config is the runner's --config; init()'s is not sent"
+        )
+    if ranks.rank != 0 and not suffix:
+        _say(f"rank {ranks.rank} of {ranks.world_size} does not report (only rank 0 does)")
+        return Run(job_project, job_run, None, attempt=job.attempt, ranks=ranks)
+    reporter = Reporter(
+        job.endpoint,
+        job.run_id,
+        job.token,
+        attempt=job.attempt,
+        exit_timeout=job.exit_timeout,
+        queue_capacity=job.queue_capacity,
+    )
+    reporter.start()
+    return Run(job_project, job_run, reporter, attempt=job.attempt, ranks=ranks, suffix=suffix)
+
+
+def _start(
+    project: str,
+    name: str,
+    config: Mapping[str, Any] | None,
+    resume: Resume,
+    server: str | None,
+    data_dir: str | None,
+    ranks: Ranks,
+) -> Run:
+    """Set up the run and an attempt of our own; a run that does not report when the
+    server cannot be reached or refuses."""
+    reader = Reader(os.environ)
+    url = server or reader.read(environment.URL_SETTING) or environment.DEFAULT_URL
+    exit_timeout = reader.read(FLUSH_TIMEOUT)
+    capacity = reader.read(QUEUE_MAX_POINTS)
+    reader.done()
+    try:
+        api = setup_api(url.rstrip("/"), api_key(data_dir, os.environ))
+        try:
+            started, resumed, next_step = _set_up(api, project, name, config, resume)
+        finally:
+            api.close()
+    except SetupFailed as exc:
+        _say(f"warning: telemetry is off for {project}/{name}: {exc}")
+        return Run(project, name, None, ranks=ranks)
+    reporter = Reporter(
+        started.endpoint,
+        f"{project}/{name}",
+        started.token,
+        attempt=started.attempt,
+        exit_timeout=exit_timeout,
+        queue_capacity=capacity,
+        next_step=next_step,
+    )
+    reporter.start()  # the sender builds its HTTP client now, off the training thread
+    try:
+        reporter.status("running", timeout=SETUP_TIMEOUT)
+    except DeliveryFailed as exc:
+        _say(f"warning: {exc}")
+    _say(f"reporting {project}/{name} (attempt {started.attempt}) to {url}")
+    return Run(
+        project,
+        name,
+        reporter,
+        attempt=started.attempt,
+        resumed=resumed,
+        ranks=ranks,
+        reports_status=True,
+    )
+
+
+def _set_up(
+    api: Transport, project: str, name: str, config: Mapping[str, Any] | None, resume: Resume
+) -> tuple[Any, bool, int]:
+    """Create or resume the run as ``resume`` allows and start an attempt: the attempt,
+    whether the run was resumed, and the step of the first automatic ``log()``."""
+    path = f"/api/v1/projects/{project}/runs/{name}"
+    if resume == "must":
+        found = api.get(path, retry=SETUP_RETRY)
+        if found.status == 404:
+            raise ResumeRefused(f"run {project}/{name} does not exist (resume='must')")
+    differs = False
+    try:
+        created, _run = create_run(api, project, name, config)
+    except SetupFailed as exc:
+        if exc.status != 409 or config is None:
+            raise
+        differs = True  # the run exists with another config: resume it without
+        created, _run = create_run(api, project, name, None)
+    if resume == "never" and not created:
+        raise ResumeRefused(f"run {project}/{name} already exists (resume='never')")
+    started = start_attempt(api, project, name, config)
+    if differs:
+        _say(
+            f"run {project}/{name} keeps the config it was created with; attempt "
+            f"{started.attempt}'s own config differs and is recorded on the attempt"
+        )
+    next_step = 0
+    if not created:
+        # Read once the attempt started: an older attempt writes no more from then on.
+        found = api.get(path, retry=SETUP_RETRY)
+        last = found.body.get("last_step") if isinstance(found.body, dict) else None
+        next_step = last + 1 if isinstance(last, int) else 0
+    return started, not created, next_step
+
+
+# -- module-level calls: the current run's ---------------------------------------------------
+
+
+def log(metrics: Mapping[str, float], step: int | None = None) -> None:
+    """``log()`` of the run :func:`init` returned; without one, :func:`tuneplane.report`."""
+    run = _current
+    if run is None:
+        default.report(metrics, step)
+    else:
+        run.log(metrics, step)
+
+
+def alert(
+    title: str, text: str | None = None, level: AlertLevel = "warn", *, step: int | None = None
+) -> bool:
+    """``alert()`` of the run :func:`init` returned (or of ``tuneplane run``'s reporter);
+    True when queued. Never raises, never waits.
+
+    >>> tuneplane.alert("reward collapsed", "reward < 0.1 for 50 steps", level="error")
+    True
+    """
+    run = _current
+    if run is not None:
+        return run.alert(title, text, level, step=step)
+    reporter = default.default_reporter()
+    return False if reporter is None else reporter.alert(title, text, level=level, step=step)
+
+
+def finish(exit_code: int | None = None) -> None:
+    """``finish()`` of the run :func:`init` returned; nothing without one."""
+    run = _current
+    if run is not None:
+        run.finish(exit_code)
