@@ -50,6 +50,8 @@ from tuneplane.store import accounts
 
 log = logging.getLogger("tuneplane.server")
 
+# In the API's description (unlike the pages), so a refusal here is the JSON error naming
+# its reason (a provider that is down, say), not the dashboard's shell.
 router = APIRouter(tags=["access"])
 
 FLOW_COOKIE: Final = "tuneplane_oidc"
