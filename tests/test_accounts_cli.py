@@ -158,3 +158,12 @@ def test_a_personal_key_runs_a_job_into_a_project_only_its_owner_sees(tmp_path: 
         }  # fmt: skip
         assert httpx.get(f"{base}/api/v1/projects/e2e/runs/keyed").status_code == 404
         assert httpx.get(f"{base}/api/v1/projects").json() == []
+
+
+def test_an_account_made_elsewhere_spends_the_first_administrator_link(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with running_server("--data-dir", str(data)) as base:
+        assert httpx.get(f"{base}/api/v1/session").json()["first_admin_pending"] is True
+        assert tuneplane(data, "user", "add", "ada", stdin=PASSWORD + "\n").returncode == 0
+        # The sign-in page offers the password form now, not the one-time link.
+        assert httpx.get(f"{base}/api/v1/session").json()["first_admin_pending"] is False

@@ -62,13 +62,26 @@ def whoami(request: Request) -> Response:
         "kind": caller.actor.kind,
         "login": caller.login,
         "is_admin": caller.actor.is_admin,
-        "first_admin_pending": state.first_admin.pending,
+        "first_admin_pending": _first_admin_pending(request),
         # The provider's name for a "Sign in with …" button, when single sign-on is set up.
         "single_sign_on": state.settings.oidc.name if state.settings.oidc else None,
     }
     if caller.session_token is not None:
         body["csrf_token"] = csrf_token(caller.session_token)
     return JSON(body)
+
+
+def _first_admin_pending(request: Request) -> bool:
+    """Whether no account exists yet. The token is spent once one does, however it came
+    (another server process's link, ``tuneplane user add``, a single sign-on)."""
+    first_admin = app_state(request).first_admin
+    if not first_admin.pending:
+        return False
+    with app_state(request).database.connect() as connection:
+        if accounts.count_users(connection) == 0:
+            return True
+    first_admin.spend()
+    return False
 
 
 @router.post("/session")
