@@ -213,9 +213,9 @@ eval_rounds = Table(
     "eval_rounds",
     metadata,
     Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True),
+    Column("execution_attempt", Integer, primary_key=True),
     Column("round_id", String(128), primary_key=True),
     Column("expected", BigInteger, nullable=False),
-    Column("execution_attempt", Integer, primary_key=True),
     Column("dataset", String(64), nullable=True),
     Column("cohort", String(64), nullable=True),
     Column("verifier", String(64), nullable=True),
@@ -247,9 +247,9 @@ trial_current = Table(
     "trial_current",
     metadata,
     Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True),
+    Column("execution_attempt", Integer, primary_key=True),
     Column("round_id", String(128), primary_key=True),
     Column("trial_id", String(128), primary_key=True),
-    Column("execution_attempt", Integer, primary_key=True),
     Column("trial_attempt", BigInteger, nullable=False),
     Column("status", String(16), nullable=False),
     Column("eligible", Boolean, nullable=False),
@@ -260,9 +260,9 @@ trial_current = Table(
 Index(
     "ix_trial_current_status",
     trial_current.c.run_id,
+    trial_current.c.execution_attempt,
     trial_current.c.round_id,
     trial_current.c.status,
-    trial_current.c.execution_attempt,
     trial_current.c.trial_id,
 )
 
@@ -271,9 +271,9 @@ round_tallies = Table(
     "round_tallies",
     metadata,
     Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True),
+    Column("execution_attempt", Integer, primary_key=True),
     Column("round_id", String(128), primary_key=True),
     Column("status", String(16), primary_key=True),
-    Column("execution_attempt", Integer, primary_key=True),
     Column("count", BigInteger, nullable=False),
 )
 
