@@ -44,6 +44,19 @@ def _tune_interpreter() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
+def _log_to_stderr(level: str) -> None:
+    """The server's own log lines (``tuneplane.*``: store outages, refused sign-ins, slow
+    clients) at ``--log-level``, as uvicorn prints its own."""
+    import logging
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+    logger = logging.getLogger("tuneplane")
+    logger.addHandler(handler)
+    logger.setLevel(level.upper())
+    logger.propagate = False
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -58,6 +71,7 @@ def _serve(args: argparse.Namespace) -> int:
     # which the framework otherwise does during the first requests (tens of ms each).
     app.openapi()
     _tune_interpreter()
+    _log_to_stderr(args.log_level)
     ingest = "enabled" if settings.ingest_secret else "disabled (set TUNEPLANE_INGEST_SECRET)"
     address = f"http://{settings.host}:{settings.port}"
     print(

@@ -121,7 +121,8 @@ def test_trickled_bodies_are_cut_off_and_bounded(server: tuple[str, Path]) -> No
 def test_a_client_gone_mid_body_is_not_an_error(tmp_path: Path) -> None:
     output = tmp_path / "server.log"
     env = {"TUNEPLANE_INGEST_SECRET": INGEST_SECRET}
-    with running_server("--data-dir", str(tmp_path), env=env, output=output) as base:
+    args = ("--data-dir", str(tmp_path), "--log-level", "debug")
+    with running_server(*args, env=env, output=output) as base:
         for _ in range(20):
             sock = _start_body(_port(base))
             sock.close()
@@ -132,6 +133,10 @@ def test_a_client_gone_mid_body_is_not_an_error(tmp_path: Path) -> None:
     assert "Traceback" not in printed, printed
     assert "unhandled error" not in printed
     assert "Exception in ASGI application" not in printed
+    # One line at debug level for each, shown when the server is asked for debug lines.
+    gone = [line for line in printed.splitlines() if "client disconnected during" in line]
+    assert len(gone) == 20, printed
+    assert all(line.startswith("DEBUG:") for line in gone)
 
 
 def test_a_live_stream_outlives_the_body_deadline(server: tuple[str, Path]) -> None:
