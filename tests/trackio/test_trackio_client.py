@@ -1,0 +1,154 @@
+"""The real ``trackio==0.40.0`` client, unchanged, logging into a real ``tuneplane serve``
+on each engine: every point, the config and the alert stored exactly once; a resumed run
+continues after its last step; an answer lost on the way makes the client send the same
+events again, and they are still stored once; a wrong write token keeps the data on the
+client's disk and says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.client.runs import Server
+from tests.client.world import Fate, proxy
+from tests.trackio import venv
+
+JOB = Path(__file__).with_name("trackio_job.py")
+
+
+def trackio_run(url: str, token: str, home: Path, **job: Any) -> dict[str, Any]:
+    """Run the Trackio script in its own venv; what it printed, as JSON."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("TRACKIO_", "TUNEPLANE_", "HF_"))
+    }
+    env |= {
+        "TRACKIO_SERVER_URL": url,
+        "TRACKIO_WRITE_TOKEN": token,
+        # Where the client keeps what it could not send, and Hugging Face's cache: ours.
+        "TRACKIO_DIR": str(home / "trackio"),
+        "HF_HOME": str(home / "hf"),
+        "HF_HUB_OFFLINE": "1",
+    }
+    done = subprocess.run(
+        [str(venv.python()), str(JOB), json.dumps(job)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    printed: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    printed["stderr"] = done.stderr
+    return printed
+
+
+def metrics_of(server: Server, project: str, run: str) -> dict[str, tuple[int, int | None]]:
+    found = server.get(f"/api/v1/projects/{project}/runs/{run}/metrics")
+    return {m["metric"]: (m["count"], m["last_step"]) for m in found}
+
+
+def test_a_trackio_script_logs_into_tuneplane_exactly_once_and_resumes(
+    server: Server, tmp_path: Path
+) -> None:
+    project = f"tk-{uuid.uuid4().hex[:8]}"
+    first = trackio_run(
+        server.base,
+        server.key,
+        tmp_path,
+        project=project,
+        name="r1",
+        config={"lr": 0.001, "layers": [2, 3]},
+        steps=5,
+        system=True,
+        alert=True,
+    )
+    assert first["first_step"] == 0
+    assert "could not" not in first["stderr"], first["stderr"]
+    run = server.get(f"/api/v1/projects/{project}/runs/r1")
+    assert run["last_step"] == 4
+    assert run["config"]["lr"] == 0.001
+    assert run["config"]["layers"] == [2, 3]
+    assert metrics_of(server, project, "r1") == {
+        "loss": (5, 4),
+        "nested/acc": (5, 4),
+        "system/cpu/utilization": (1, 4),
+        "system/memory_gb": (1, 4),
+    }
+    alerts = server.get(f"/api/v1/projects/{project}/runs/r1/alerts")
+    assert [(a["title"], a["text"], a["level"], a["step"]) for a in alerts] == [
+        ("loss spiked", "at the last step", "error", 4)
+    ]
+    # Made as the run API makes projects: private to the key's holder.
+    assert httpx.get(f"{server.base}/api/v1/projects/{project}/runs/r1").status_code == 404
+
+    resumed = trackio_run(
+        server.base,
+        server.key,
+        tmp_path,
+        project=project,
+        name="r1",
+        config={"lr": 0.002},
+        resume="allow",
+        steps=3,
+    )
+    assert resumed["first_step"] == 5
+    run = server.get(f"/api/v1/projects/{project}/runs/r1")
+    assert run["last_step"] == 7
+    assert run["config"]["lr"] == 0.001  # a run keeps the config it was created with
+    assert metrics_of(server, project, "r1")["loss"] == (8, 7)
+    points = server.get(f"/api/v1/projects/{project}/runs/r1/points/loss")["points"]
+    assert [p["step"] for p in points] == list(range(8))
+
+
+def _log_ids(request: bytes) -> list[str]:
+    return re.findall(rb'"log_id":\s*"([0-9a-f]+)"', request)  # type: ignore[return-value]
+
+
+def test_a_lost_answer_is_sent_again_with_the_same_log_ids_and_stored_once(
+    server: Server, tmp_path: Path
+) -> None:
+    project = f"tk-{uuid.uuid4().hex[:8]}"
+    lost: list[bytes] = []
+    later: list[bytes] = []
+
+    def fate(request: bytes) -> Fate:
+        if request.startswith(b"POST /api/bulk_log "):
+            if not lost:
+                lost.append(request)
+                return "lose"  # stored by the server; the client never hears it
+            later.append(request)
+        return "pass"
+
+    with proxy(server.base, fate) as url:
+        trackio_run(url, server.key, tmp_path, project=project, name="r", steps=6)
+    assert lost, "the client sent no bulk_log"
+    resent = set(_log_ids(lost[0]))
+    assert resent
+    assert resent <= {i for r in later for i in _log_ids(r)}
+    assert metrics_of(server, project, "r")["loss"] == (6, 5)
+    assert server.get(f"/api/v1/projects/{project}/runs/r")["point_count"] == 12
+
+
+def test_a_wrong_write_token_keeps_the_data_on_the_client_and_says_so(
+    sqlite_server: Server, tmp_path: Path
+) -> None:
+    project = f"tk-{uuid.uuid4().hex[:8]}"
+    done = trackio_run(
+        sqlite_server.base, "tpk_not-a-key", tmp_path, project=project, name="r", steps=2
+    )
+    assert "401 Unauthorized" in done["stderr"]
+    assert "saved locally" in done["stderr"]
+    answer = httpx.get(
+        f"{sqlite_server.base}/api/v1/projects/{project}/runs",
+        headers={"Authorization": f"Bearer {sqlite_server.key}"},
+    )
+    assert answer.status_code == 404

@@ -1,0 +1,32 @@
+"""A training script that logs with the real Trackio client (run in its own venv, so it
+imports nothing of ours). Argument: a JSON object::
+
+    {"project": "p", "name": "r", "config": {...}, "resume": "never", "steps": 5,
+     "system": true, "alert": true}
+
+``TRACKIO_SERVER_URL`` and ``TRACKIO_WRITE_TOKEN`` say where to, as a user sets them. Prints
+the run's next step as JSON at the end."""
+
+import json
+import sys
+
+import trackio
+
+job = json.loads(sys.argv[1])
+run = trackio.init(
+    project=job["project"],
+    name=job["name"],
+    config=job.get("config"),
+    resume=job.get("resume", "never"),
+    auto_log_cpu=False,
+    auto_log_gpu=False,
+)
+first = run._next_step
+for offset in range(job.get("steps", 0)):
+    trackio.log({"loss": 1.0 / (first + offset + 1), "nested": {"acc": 0.5}, "note": "text"})
+if job.get("system"):
+    trackio.log_system({"cpu": {"utilization": 12.5}, "memory_gb": 3.0})
+if job.get("alert"):
+    trackio.alert("loss spiked", text="at the last step", level=trackio.AlertLevel.ERROR)
+trackio.finish()
+print(json.dumps({"first_step": first}))
