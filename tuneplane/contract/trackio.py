@@ -224,8 +224,8 @@ def _metrics(call: ParsedCall, path: str, raw: object, prefix: str) -> dict[str,
 def _rule(value: object) -> str:
     if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
         return f"not a finite number ({value})"
-    if isinstance(value, bool):
-        return "a boolean, not a number"
+    if isinstance(value, bool | str | list):
+        return f"{'a boolean' if isinstance(value, bool) else type(value).__name__}, not a number"
     return number_rule(value)
 
 
