@@ -22,6 +22,7 @@ exit status is 1 when a paced point was not found stored.
 
     python benchmarks/sdk_report.py                   # about 30 s here
     python benchmarks/sdk_report.py --calls 100000 --json results.json
+    python benchmarks/sdk_report.py --first-calls 20 --compare /tmp/before   # first call
 """
 
 from __future__ import annotations
@@ -275,6 +276,70 @@ def with_reporter(
     )
 
 
+FIRST_CALL: Final = """
+import json, os, sys, time
+import tuneplane
+metrics = {f"train/m{i}": 0.1 * i for i in range(8)}
+call = tuneplane.report
+if os.environ.get("BENCH_INIT"):  # init() first, then log()
+    tuneplane.init(project="bench-sdk", name=os.environ["BENCH_INIT"])
+    call = tuneplane.log
+took = []
+for step in range(3):
+    started = time.perf_counter_ns()
+    call(metrics, step=step)
+    took.append(time.perf_counter_ns() - started)
+reporter = tuneplane.client.default.default_reporter()
+ok = reporter is not None and reporter.flush(30) and reporter.health().sent == 24
+print(json.dumps({"first": took[0], "second": took[1], "third": took[2], "ok": ok}))
+"""
+
+
+def first_calls(server: Server, rounds: int, sources: dict[str, Path]) -> list[str]:
+    """The first ``report()`` of a fresh process under ``tuneplane run``'s environment,
+    for each checkout in ``sources`` in turn (alternating, so that both see the same
+    machine), ``rounds`` processes each: median and max of the first, second and third
+    call, in µs."""
+    kinds = [(label, source, False) for label, source in sources.items()]
+    kinds.append(("this, init() then log()", sources["this"], True))
+    took: dict[str, list[dict[str, int]]] = {label: [] for label, _, _ in kinds}
+    for index in range(rounds):
+        for label, source, init in kinds:
+            run = f"first-{index}-{len(took[label])}-{'init' if init else label}"
+            env = {**os.environ, "PYTHONPATH": str(source)}
+            if init:
+                key = (server.data_dir / "admin.key").read_text().strip()
+                env.update(BENCH_INIT=run, TUNEPLANE_URL=server.base, TUNEPLANE_API_KEY=key)
+            else:
+                env.update(
+                    TUNEPLANE_JOB_ENDPOINT=server.base,
+                    TUNEPLANE_JOB_RUN_ID=f"{PROJECT}/{run}",
+                    TUNEPLANE_JOB_TOKEN=server.attempt(run),
+                )
+            # cwd: ``python -c`` imports from the working directory first.
+            done = subprocess.run(
+                [sys.executable, "-c", FIRST_CALL],
+                env=env,
+                cwd=source,
+                capture_output=True,
+                text=True,
+            )
+            result = json.loads(done.stdout)
+            if not result.pop("ok"):
+                raise SystemExit(f"first call ({label}): points not delivered: {done.stderr}")
+            took[label].append(result)
+    lines = ["| checkout | processes | first call median µs | first call max µs | "
+             "second median µs | third median µs |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for label, results in took.items():
+        first = [r["first"] / 1000 for r in results]
+        lines.append(
+            f"| {label} | {len(results)} | {statistics.median(first):,.0f} | {max(first):,.0f} | "
+            f"{statistics.median(r['second'] / 1000 for r in results):,.1f} | "
+            f"{statistics.median(r['third'] / 1000 for r in results):,.1f} |"
+        )
+    return lines
+
+
 def machine() -> dict[str, str]:
     model = ""
     with open("/proc/cpuinfo") as cpuinfo:
@@ -302,7 +367,33 @@ def main(argv: list[str] | None = None) -> int:
         help="gc.freeze() after the imports, as long-running services do: full collections "
         "then skip the interpreter's startup objects",
     )
+    parser.add_argument(
+        "--first-calls",
+        type=int,
+        metavar="N",
+        help="only measure the first report() of N fresh processes per checkout",
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="DIR",
+        help="with --first-calls: also a checkout of another commit (its directory holding "
+        "tuneplane/), measured alternately with this one",
+    )
     args = parser.parse_args(argv)
+    if args.first_calls:
+        sources = {"this": Path(__file__).resolve().parent.parent}
+        if args.compare:
+            sources = {"compared": args.compare.resolve(), **sources}
+        with tempfile.TemporaryDirectory(prefix="tuneplane-sdk-bench-") as workdir:
+            server = Server(Path(workdir) / "data")
+            try:
+                table = first_calls(server, args.first_calls, sources)
+            finally:
+                server.stop()
+        print("machine:", ", ".join(f"{k} {v}" for k, v in machine().items()))
+        print("\n".join(table))
+        return 0
     if args.gc_freeze:
         gc.collect()
         gc.freeze()

@@ -217,9 +217,11 @@ class Reporter:
             )
 
     def start(self) -> None:
-        """Start the sender thread now, rather than on the first report: ``init()`` does,
-        so that the training thread never waits for a thread or an HTTP client."""
+        """Build the HTTP client and start the sender thread now, rather than on the first
+        report: ``init()`` does, so that no later call waits for a thread or a client."""
         if self._sender is None:
+            with contextlib.suppress(RuntimeError):  # closed: _start() says why
+                self._transport.warm()
             self._start()
 
     def _start(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import ssl
 import sys
 import threading
 import time
@@ -129,6 +130,7 @@ class Transport:
                 raise RuntimeError(f"{self!r} is closed")
             if self._client is None:
                 self._client = httpx.Client(
+                    verify=_tls_context(self.base_url),
                     base_url=self.base_url,
                     headers={
                         "Authorization": f"Bearer {self._credential}",
@@ -274,6 +276,16 @@ class Transport:
             if limit is not None:
                 end = min(end, limit)
             time.sleep(max(0.0, end - time.monotonic()))
+
+
+def _tls_context(base_url: str) -> ssl.SSLContext | bool:
+    """Loading the CA bundle holds the GIL for 30-90 ms, stalling the training thread even
+    when the sender thread does it. A plain ``http://`` server needs none: its client gets
+    a context that trusts nothing, so a TLS connection it might still be sent to (a proxy)
+    fails closed instead of going unverified."""
+    if base_url.startswith("http://"):
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return True
 
 
 def _describe(exc: httpx.TransportError) -> str:
