@@ -1,0 +1,29 @@
+"""Trackio's dashboard addresses (what the Arena's submissions page links to) open the run,
+or the comparison of the runs, they name."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from tests.dashboard.seed import PROJECT
+
+
+def test_a_trackio_run_address_opens_the_run_page(page: Page) -> None:
+    page.goto(f"/?project={PROJECT}&runs=grpo-qwen-7")
+    expect(page).to_have_url(f"/projects/{PROJECT}/runs/grpo-qwen-7")
+    expect(page.locator("h1")).to_contain_text("grpo-qwen-7")
+
+
+def test_a_trackio_address_of_several_runs_opens_their_comparison(page: Page) -> None:
+    page.goto(f"/?project={PROJECT}&run_ids=grpo-qwen-7,grpo-qwen-8")
+    expect(page).to_have_url(f"/compare?project={PROJECT}&runs=grpo-qwen-7,grpo-qwen-8")
+    expect(page.locator("main")).to_contain_text("grpo-qwen-8")
+
+
+def test_a_trackio_project_address_opens_its_runs_and_the_plain_root_stays(page: Page) -> None:
+    page.goto(f"/?selected_project={PROJECT}")
+    expect(page).to_have_url(f"/projects/{PROJECT}")
+    expect(page.locator("table.runs tbody tr")).to_have_count(3)
+    # The plain root is still the list of projects.
+    page.goto("/")
+    expect(page.get_by_role("heading", name="Projects")).to_be_visible()
