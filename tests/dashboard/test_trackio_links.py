@@ -23,7 +23,9 @@ def test_a_trackio_address_of_several_runs_opens_their_comparison(page: Page) ->
 def test_a_trackio_project_address_opens_its_runs_and_the_plain_root_stays(page: Page) -> None:
     page.goto(f"/?selected_project={PROJECT}")
     expect(page).to_have_url(f"/projects/{PROJECT}")
-    expect(page.locator("table.runs tbody tr")).to_have_count(3)
+    # The seeded runs are there (other tests of this package may have added more).
+    for run in ("grpo-qwen-7", "grpo-qwen-8", "alert-only"):
+        expect(page.locator("table.runs tbody")).to_contain_text(run)
     # The plain root is still the list of projects.
     page.goto("/")
     expect(page.get_by_role("heading", name="Projects")).to_be_visible()
