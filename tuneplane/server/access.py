@@ -36,6 +36,7 @@ from tuneplane.contract.access import (
     SHARE_LINK_PREFIX,
     Action,
     Actor,
+    ProjectFacts,
     decide,
 )
 from tuneplane.contract.environment import API_KEY_PREFIX
@@ -269,12 +270,20 @@ def _run_id(connection: Connection, project: str, run: str | None) -> int | None
 
 
 def require(
-    connection: Connection, actor: Actor, action: Action, project: str, run: str | None = None
+    connection: Connection,
+    actor: Actor,
+    action: Action,
+    project: str,
+    run: str | None = None,
+    memo: dict[str, ProjectFacts] | None = None,
 ) -> None:
     """Raise unless ``actor`` may do ``action`` on ``project`` (and ``run``). A project the
-    actor may not read is reported as missing, exactly as one that does not exist."""
+    actor may not read is reported as missing, exactly as one that does not exist. The
+    facts read are kept in ``memo``, for the route's :func:`permissions`."""
     run_id = _run_id(connection, project, run) if actor.kind == "share_link" else None
     facts = access.project_facts(connection, actor, project, run_id)
+    if memo is not None and facts is not None:
+        memo[project] = facts
     if facts is None:
         raise NotFound(f"project: no project named {project!r}")
     decision = decide(actor, action, facts)
@@ -288,11 +297,15 @@ def require(
 
 
 def permissions(
-    connection: Connection, actor: Actor, project: str, run_id: int | None = None
+    request: Request, connection: Connection, project: str, run_id: int | None = None
 ) -> dict[str, bool]:
     """What the caller may do with the project's runs, for a page to offer only that (the
-    guard still decides every request)."""
-    facts = access.project_facts(connection, actor, project, run_id)
+    guard still decides every request). The facts the guard read are used again."""
+    actor = caller_of(request).actor
+    facts = getattr(request.state, "facts", {}).get(project)
+    # A run matters to the decision for share links only (the one run they open).
+    if facts is None or (actor.kind == "share_link" and facts.run_id != run_id):
+        facts = access.project_facts(connection, actor, project, run_id)
     if facts is None:
         return dict.fromkeys(_PERMISSIONS, False)
     return {name: decide(actor, action, facts).allowed for name, action in _PERMISSIONS.items()}
@@ -326,6 +339,7 @@ async def authorize(request: Request) -> None:
 
 
 def _authorize(request: Request, rule: Rule) -> None:
+    request.state.facts = {}
     with app_state(request).database.connect() as connection:
         caller = resolve_caller(connection, request)
         request.state.caller = caller
@@ -338,7 +352,7 @@ def _decide_rule(connection: Connection, request: Request, actor: Actor, rule: R
     if rule.action == "create-run":
         project = params["project"]
         if _project_exists(connection, project):
-            require(connection, actor, "write-run", project)
+            require(connection, actor, "write-run", project, memo=request.state.facts)
         else:
             _require_instance(actor, "create-project")
         return
@@ -348,7 +362,8 @@ def _decide_rule(connection: Connection, request: Request, actor: Actor, rule: R
             target = request.query_params.get(name, "")
             project, _, rest = target.partition("/")
             if project:
-                require(connection, actor, action, project, rest.partition("/")[0] or None)
+                run = rest.partition("/")[0] or None
+                require(connection, actor, action, project, run, request.state.facts)
         return
     if action in PROJECT_ACTIONS:
         run = params.get("run")
@@ -356,7 +371,7 @@ def _decide_rule(connection: Connection, request: Request, actor: Actor, rule: R
             # A project-wide read narrowed to one run (``?runs=r1``) is a read of that run.
             named = request.query_params.get("runs", "")
             run = named if named and "," not in named else None
-        require(connection, actor, action, params["project"], run)
+        require(connection, actor, action, params["project"], run, request.state.facts)
     else:
         _require_instance(actor, action)
 

@@ -83,7 +83,7 @@ def list_runs(request: Request, project: str) -> Response:
     actor = caller_of(request).actor
     with app_state(request).database.connect() as connection:
         rows = catalog.list_runs(connection, project)
-        you = permissions(connection, actor, project)
+        you = permissions(request, connection, project)
     return JSON(
         [
             {**run_json(project, row), "you": you}
@@ -97,7 +97,7 @@ def list_runs(request: Request, project: str) -> Response:
 def get_run(request: Request, project: str, run: str) -> Response:
     with app_state(request).database.connect() as connection:
         row = catalog.get_run(connection, project, run)
-        you = permissions(connection, caller_of(request).actor, project, row.id)
+        you = permissions(request, connection, project, row.id)
         differing = differing_attempt_configs(connection, row.id, row.config)
     return JSON({**run_json(project, row), "attempt_configs": differing, "you": you})
 
