@@ -10,8 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import INGEST_SECRET
-from tests.server import test_access
-from tests.server.test_access import OPEN_PROJECT, SECRET_PROJECT, World
+from tests.server.conftest import OPEN_PROJECT, SECRET_PROJECT, World
 from tuneplane.server.settings import Settings
 
 TOKEN = "x-trackio-write-token"
@@ -25,10 +24,6 @@ def admin(client: TestClient, settings: Settings) -> Admin:
     key = (settings.data_dir / "admin.key").read_text().strip()
     client.headers["Authorization"] = f"Bearer {key}"
     return client, {TOKEN: key}
-
-
-#: Accounts in every role and each kind of credential (test_access.py's world).
-people = pytest.fixture(test_access.world.__wrapped__, name="people")  # type: ignore[attr-defined]
 
 
 def key_of(world: World, caller: str) -> dict[str, str]:
@@ -184,8 +179,7 @@ WRITES = [
 ]
 
 
-def test_who_may_write_and_read_with_which_key(people: World) -> None:
-    world = people
+def test_who_may_write_and_read_with_which_key(world: World) -> None:
     client = world.client
     for caller, project, status in WRITES:
         logs = [entry(project, "r1", 9, f"w-{caller}", x=1)]

@@ -1,0 +1,156 @@
+"""The server tests' shared world of accounts and credentials (docs/access.md)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import update
+
+from tests.conftest import INGEST_SECRET
+from tuneplane.server.app import create_app
+from tuneplane.server.settings import Settings
+from tuneplane.store import accounts
+from tuneplane.store.database import Database
+from tuneplane.store.schema import share_links
+
+PASSWORD = "correct horse battery"
+SECRET_PROJECT = "secret"
+OPEN_PROJECT = "open"
+
+
+@dataclass
+class World:
+    client: TestClient
+    callers: dict[str, dict[str, str]]
+    run_id: int
+
+
+def _sign_in(client: TestClient, login: str) -> dict[str, str]:
+    answer = client.post(
+        "/api/v1/session",
+        json={"login": login, "password": PASSWORD},
+        headers={"Authorization": ""},
+    )
+    assert answer.status_code == 200, answer.text
+    key = client.post(
+        "/api/v1/keys",
+        json={"name": "tests", "scope": "write"},
+        headers={
+            "Authorization": "",
+            "Origin": "http://testserver",
+            "X-CSRF-Token": answer.json()["csrf_token"],
+        },
+    )
+    client.cookies.clear()
+    assert key.status_code == 201, key.text
+    return {"Authorization": f"Bearer {key.json()['key']}"}
+
+
+@pytest.fixture
+def world(settings: Settings) -> Iterator[World]:
+    """Two projects (one private, one public), accounts in every role, and each kind of
+    credential, made through the API."""
+    app = create_app(settings)
+    database: Database = app.state.tuneplane.database
+    for login in ("owner", "editor", "viewer", "reader", "outsider", "admin"):
+        digest = accounts.hash_password(PASSWORD)
+        database.run_write(
+            lambda c, login=login, digest=digest: accounts.add_user(
+                c, login, password_hash=digest, is_admin=login == "admin"
+            )
+        )
+    with TestClient(app, raise_server_exceptions=False) as client:
+        admin_key = {
+            "Authorization": f"Bearer {(settings.data_dir / 'admin.key').read_text().strip()}"
+        }
+        callers = {
+            login: _sign_in(client, login)
+            for login in ("owner", "editor", "viewer", "reader", "outsider", "admin")
+        }
+        owner = callers["owner"]
+        for project in (SECRET_PROJECT, OPEN_PROJECT):
+            made = client.post(
+                f"/api/v1/projects/{project}/runs", json={"run": "r1"}, headers=owner
+            )
+            assert made.status_code == 201, made.text
+            client.post(f"/api/v1/projects/{project}/runs", json={"run": "r2"}, headers=owner)
+        client.patch(
+            f"/api/v1/projects/{OPEN_PROJECT}/access", json={"visibility": "public"}, headers=owner
+        )
+        for login, role, content in (
+            ("editor", "editor", False),
+            ("viewer", "viewer", False),
+            ("reader", "viewer", True),
+        ):
+            answer = client.put(
+                f"/api/v1/projects/{SECRET_PROJECT}/members/{login}",
+                json={"role": role, "content": content},
+                headers=owner,
+            )
+            assert answer.status_code == 200, answer.text
+        token = client.post(
+            f"/api/v1/projects/{SECRET_PROJECT}/runs/r1/attempts", headers=owner
+        ).json()["token"]
+        ingest = {"Authorization": f"Bearer {token}"}
+        points = {"series": [{"name": "loss", "steps": [1], "values": [0.5]}]}
+        assert client.post("/api/v1/ingest/scalars", json=points, headers=ingest).status_code == 200
+        lines = {"lines": [{"seq": 0, "stream": "stdout", "time": 1, "text": "private line"}]}
+        assert client.post("/api/v1/ingest/logs", json=lines, headers=ingest).status_code == 200
+        share = client.post(
+            f"/api/v1/projects/{SECRET_PROJECT}/runs/r1/shares", json={}, headers=owner
+        )
+        assert share.status_code == 201, share.text
+        share_token = share.json()["url"].partition("#")[2]
+        other_share = client.post(
+            f"/api/v1/projects/{SECRET_PROJECT}/runs/r2/shares", json={}, headers=owner
+        )
+        revoked_share = client.post(
+            f"/api/v1/projects/{SECRET_PROJECT}/runs/r1/shares", json={}, headers=owner
+        ).json()
+        client.delete(
+            f"/api/v1/projects/{SECRET_PROJECT}/shares/{revoked_share['id']}", headers=owner
+        )
+        expired_share = client.post(
+            f"/api/v1/projects/{SECRET_PROJECT}/runs/r1/shares",
+            json={"expires_in_days": 1},
+            headers=owner,
+        ).json()
+        database.run_write(
+            lambda c: c.execute(
+                update(share_links)
+                .where(share_links.c.id == expired_share["id"])
+                .values(expires_at=time.time() - 1)
+            )
+        )
+        revoked_key = client.post(
+            "/api/v1/keys", json={"name": "old", "scope": "write"}, headers=owner
+        ).json()
+        client.delete(f"/api/v1/keys/{revoked_key['id']}", headers=owner)
+        read_key = client.post(
+            "/api/v1/keys", json={"name": "ro", "scope": "read"}, headers=owner
+        ).json()
+        callers.update(
+            {
+                "anonymous": {"Authorization": ""},
+                "admin_key": admin_key,
+                "share_link": {"Authorization": f"Bearer {share_token}"},
+                "other_share_link": {
+                    "Authorization": f"Bearer {other_share.json()['url'].partition('#')[2]}"
+                },
+                "revoked_share_link": {
+                    "Authorization": f"Bearer {revoked_share['url'].partition('#')[2]}"
+                },
+                "expired_share_link": {
+                    "Authorization": f"Bearer {expired_share['url'].partition('#')[2]}"
+                },
+                "revoked_key": {"Authorization": f"Bearer {revoked_key['key']}"},
+                "owner_read_key": {"Authorization": f"Bearer {read_key['key']}"},
+                "ingest_token": ingest,
+                "arena_secret": {"Authorization": f"Bearer {INGEST_SECRET}"},
+            }
+        )
+        yield World(client, callers, run_id=0)
