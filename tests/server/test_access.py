@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI
+from fastapi.testclient import TestClient
 
 from tests.server.conftest import OPEN_PROJECT, PASSWORD, SECRET_PROJECT, World
 from tuneplane.server.access import RULES, rule_for
@@ -261,3 +262,19 @@ def test_another_site_cannot_sign_a_browser_in(world: World) -> None:
     )
     assert own.status_code == 200
     world.client.cookies.clear()
+
+
+def test_the_session_cookie_is_secure_over_https(settings: Settings) -> None:
+    app = create_app(settings)
+    digest = accounts.hash_password(PASSWORD)
+    app.state.tuneplane.database.run_write(
+        lambda c: accounts.add_user(c, "ada", password_hash=digest)
+    )
+    body = {"login": "ada", "password": PASSWORD}
+    with TestClient(app, base_url="https://tuneplane.example") as client:
+        secure = client.post("/api/v1/session", json=body).headers["set-cookie"].lower()
+        plain_url = "http://tuneplane.example/api/v1/session"
+        plain = client.post(plain_url, json=body).headers["set-cookie"].lower()
+    assert "; secure" in secure
+    assert "; secure" not in plain
+    assert "httponly" in plain
