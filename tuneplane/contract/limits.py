@@ -114,3 +114,27 @@ SIGN_IN_WINDOW_SECONDS: Final = 900
 SHARE_LINK_DAYS_MAX: Final = 365
 #: Ids of rows in 32-bit integer columns (API keys, share links): a larger one names nothing.
 ROW_ID_MAX: Final = 2**31 - 1
+
+#: Trajectories: one document (the whole JSON item) and its messages.
+TRAJECTORY_MAX_BYTES: Final = 1024 * 1024
+TRAJECTORY_MAX_MESSAGES: Final = 1_024
+#: Documents in one ``POST /api/v1/ingest/trajectories`` (the body stays within
+#: ``INGEST_BODY_MAX_BYTES``, so a batch holds at most three documents of the largest size).
+TRAJECTORY_BATCH_MAX: Final = 16
+#: SDK: documents waiting for the sender, and their bytes, before new ones are dropped.
+TRAJECTORY_QUEUE_MAX: Final = 256
+TRAJECTORY_QUEUE_MAX_BYTES: Final = 64 * 1024 * 1024
+#: Text retention of an evaluation round: a cohort of at most this many declared trials
+#: keeps every trial's text (``TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES`` overrides) ...
+EVAL_TEXT_ALL_MAX_TRIALS: Final = 128
+#: ... a larger one keeps this many trials, chosen by :func:`selection_rank`.
+EVAL_TEXT_SAMPLED_TRIALS: Final = 32
+#: Training rollouts one training step retains, stratified across diagnostic categories
+#: (``TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES`` may lower it; the server refuses one more).
+ROLLOUT_SAMPLES_PER_STEP: Final = 32
+#: Days a trajectory body is kept after upload (``TUNEPLANE_TRAJECTORY_DAYS``).
+TRAJECTORY_DAYS_DEFAULT: Final = 7
+#: Messages in one page of a trajectory, and index rows in one page of the browser.
+TRAJECTORY_PAGE_MAX: Final = 200
+TRAJECTORY_PAGE_DEFAULT: Final = 50
+TRAJECTORY_INDEX_PAGE_MAX: Final = 500

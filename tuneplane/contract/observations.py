@@ -77,6 +77,10 @@ class Population:
     digests: dict[str, str]
     task_name: str | None
     task_version: str | None
+    #: How many trials of the round keep their text (the job's
+    #: ``TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES``); None: the default rule
+    #: (``contract.trajectories.evaluation_text_cap``).
+    text_samples: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +111,7 @@ POPULATION_FIELDS: Final = (
     *(f"digests.{name}" for name in DIGEST_NAMES),
     "task.name",
     "task.version",
+    "text_samples",
 )
 TRIAL_FIELDS: Final = ("status", "eligible", "reward", "error_type")
 
@@ -121,6 +126,7 @@ def outcome_content(observation: Observation) -> dict[str, object]:
             **{f"digests.{name}": p.digests.get(name) for name in DIGEST_NAMES},
             "task.name": p.task_name,
             "task.version": p.task_version,
+            "text_samples": p.text_samples,
         }
     if observation.trial is not None:
         t = observation.trial
@@ -342,9 +348,12 @@ def _population(check: _Check, item: dict[str, Any]) -> Population | None:
         task = {}
     task_name = _Check.text(check, task, "name", required=False) if task else None
     task_version = _Check.text(check, task, "version", required=False) if task else None
+    text_samples = item.get("text_samples")
+    if text_samples is not None and not is_count(text_samples):
+        check.add("text_samples", "must be the nonnegative number of trials that keep their text")
     if round_id is None or not isinstance(expected, int) or not is_count(expected):
         return None
-    return Population(round_id, expected, digests, task_name, task_version)
+    return Population(round_id, expected, digests, task_name, task_version, text_samples)
 
 
 def _trial(check: _Check, item: dict[str, Any]) -> TrialResult | None:
@@ -423,6 +432,7 @@ def parse_observation(path: str, item: object) -> tuple[Observation | None, list
             "expected": population.expected,
             "digests": population.digests,
             "task": {"name": population.task_name, "version": population.task_version},
+            "text_samples": population.text_samples,
         }
     if trial is not None:
         body = {

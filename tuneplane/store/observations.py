@@ -109,6 +109,7 @@ def _stored_outcomes(
                 **{f"digests.{name}": getattr(row, name) for name in DIGEST_NAMES},
                 "task.name": row.task_name,
                 "task.version": row.task_version,
+                "text_samples": row.text_samples,
             }
     by_round: dict[str, set[str]] = {}
     for key in keys:
@@ -238,6 +239,7 @@ def write_observations(
                     "expected": p.expected,
                     "task_name": p.task_name,
                     "task_version": p.task_version,
+                    "text_samples": p.text_samples,
                     "declared_at": now,
                     **{name: p.digests.get(name) for name in DIGEST_NAMES},
                 }

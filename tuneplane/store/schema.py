@@ -222,6 +222,8 @@ eval_rounds = Table(
     Column("settings", String(64), nullable=True),
     Column("task_name", String(1024), nullable=True),
     Column("task_version", String(1024), nullable=True),
+    # Trials of the round that keep their text, when the job set its own cap.
+    Column("text_samples", BigInteger, nullable=True),
     Column("declared_at", Float, nullable=False),
 )
 
@@ -354,3 +356,81 @@ sign_in_failures = Table(
 )
 
 Index("ix_sign_in_failures_subject", sign_in_failures.c.subject, sign_in_failures.c.at)
+
+# The trajectory index: one row per trajectory identity of a run's execution attempt,
+# whatever happened to its body. ``body_state``: ``stored`` (in blob storage under
+# ``body_key``), ``not_retained`` (the round's text cap chose other trials), ``expired``
+# or ``deleted`` (``removed_at`` says when). A row whose state is not ``stored`` but
+# still has a ``body_key`` has a body waiting for physical deletion.
+trajectories = Table(
+    "trajectories",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("run_id", Integer, ForeignKey("runs.id"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    # "evaluation/<round>/<trial>/<trial attempt>" or "training/<step>/<trajectory id>".
+    Column("identity", String(400), nullable=False),
+    Column("scope", String(10), nullable=False),
+    Column("round_id", String(128), nullable=True),
+    Column("trial_id", String(128), nullable=True),
+    Column("trial_attempt", BigInteger, nullable=True),
+    # Signed 64-bit: the lowest ranks of a round keep their text.
+    Column("selection_rank", BigInteger, nullable=True),
+    Column("step", BigInteger, nullable=True),
+    Column("trajectory_id", String(128), nullable=True),
+    Column("category", String(16), nullable=True),
+    Column("diagnostic", String(16), nullable=True),
+    Column("reward", Float, nullable=True),
+    Column("reward_invalid", Boolean, nullable=False),
+    Column("collection_policy", String(1024), nullable=True),
+    Column("consumption_policy", String(1024), nullable=True),
+    Column("message_count", Integer, nullable=False),
+    Column("total_messages", BigInteger, nullable=False),
+    Column("complete", Boolean, nullable=False),
+    Column("capture_policy", String(8), nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("bytes", Integer, nullable=False),
+    Column("body_state", String(16), nullable=False),
+    Column("body_key", String(256), nullable=True),
+    Column("received_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Column("removed_at", Float, nullable=True),
+    UniqueConstraint("run_id", "attempt", "identity", name="uq_trajectories_identity"),
+)
+Index(
+    "ix_trajectories_rollouts",
+    trajectories.c.run_id,
+    trajectories.c.scope,
+    trajectories.c.category,
+    trajectories.c.step,
+    trajectories.c.id,
+)
+Index(
+    "ix_trajectories_round",
+    trajectories.c.run_id,
+    trajectories.c.attempt,
+    trajectories.c.round_id,
+    trajectories.c.selection_rank,
+)
+Index("ix_trajectories_expiry", trajectories.c.body_state, trajectories.c.expires_at)
+
+# Bodies written to blob storage whose index rows have not committed yet: what a crash
+# between the two leaves behind, for the sweeper to delete.
+pending_bodies = Table(
+    "pending_bodies",
+    metadata,
+    Column("body_key", String(256), primary_key=True),
+    Column("created_at", Float, nullable=False),
+)
+
+# What each sweep of trajectory bodies removed.
+body_sweeps = Table(
+    "body_sweeps",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("at", Float, nullable=False),
+    Column("expired", Integer, nullable=False),
+    Column("deleted_bodies", Integer, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("failures", Integer, nullable=False),
+)
