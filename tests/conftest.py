@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from tests.s3 import CREDENTIALS, s3_server
 from tuneplane.server.app import create_app
 from tuneplane.server.settings import Secret, Settings
 from tuneplane.store.database import Database
@@ -84,3 +85,22 @@ def client(settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings), raise_server_exceptions=False) as test_client:
         test_client.headers["Authorization"] = f"Bearer {INGEST_SECRET}"
         yield test_client
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """One real S3-compatible server process for the whole session."""
+    with s3_server() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new bucket on the S3 test server, and the variables boto3 reads to reach it."""
+    import boto3
+
+    for name, value in {**CREDENTIALS, "AWS_ENDPOINT_URL": s3_endpoint}.items():
+        monkeypatch.setenv(name, value)
+    bucket = f"tp-{uuid.uuid4().hex[:20]}"
+    boto3.client("s3").create_bucket(Bucket=bucket)
+    return bucket

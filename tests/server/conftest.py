@@ -50,6 +50,23 @@ def _sign_in(client: TestClient, login: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key.json()['key']}"}
 
 
+#: One evaluation trajectory of the private project's run r1 (its ID is 1).
+TRAJECTORY = {
+    "trajectories": [
+        {
+            "scope": "evaluation",
+            "round_id": "val",
+            "trial_id": "t0",
+            "trial_attempt": 0,
+            "messages": [{"role": "user", "content": "private prompt"}],
+            "total_messages": 1,
+            "complete": True,
+            "capture_policy": "all",
+        }
+    ]
+}
+
+
 @pytest.fixture
 def world(settings: Settings) -> Iterator[World]:
     """Two projects (one private, one public), accounts in every role, and each kind of
@@ -100,6 +117,8 @@ def world(settings: Settings) -> Iterator[World]:
         assert client.post("/api/v1/ingest/scalars", json=points, headers=ingest).status_code == 200
         lines = {"lines": [{"seq": 0, "stream": "stdout", "time": 1, "text": "private line"}]}
         assert client.post("/api/v1/ingest/logs", json=lines, headers=ingest).status_code == 200
+        stored = client.post("/api/v1/ingest/trajectories", json=TRAJECTORY, headers=ingest)
+        assert stored.json()["new"] == 1, stored.text
         share = client.post(
             f"/api/v1/projects/{SECRET_PROJECT}/runs/r1/shares", json={}, headers=owner
         )

@@ -63,6 +63,8 @@ PRIVATE_REQUESTS: list[tuple[str, str, Any]] = [
     ("GET", _R + "/observations", None),
     ("GET", _R + "/evaluation", None),
     ("GET", _R + "/logs", None),
+    ("GET", _R + "/trajectories", None),
+    ("GET", _R + "/trajectories/1", None),
     ("POST", _S + "/runs", {"run": "r3"}),
     ("POST", _R + "/attempts", None),
     ("GET", _S + "/access", None),
@@ -72,6 +74,7 @@ PRIVATE_REQUESTS: list[tuple[str, str, Any]] = [
     ("POST", _R + "/shares", {}),
     ("GET", _S + "/shares", None),
     ("GET", f"/projects/{SECRET_PROJECT}/access", None),
+    ("DELETE", _R + "/trajectories?trial_id=nothing", None),
 ]
 READS = {
     (m, p)
@@ -79,6 +82,8 @@ READS = {
     if m == "GET" and not p.endswith(("/access", "/members", "/shares"))
 }
 LOGS = {("GET", _R + "/logs")}
+#: Trajectory bodies: members with the content permission (and the administrator) only.
+BODIES = {("GET", _R + "/trajectories/1")}
 RUN_LEVEL_READS = {(m, p) for m, p in READS if "/runs/r1" in p or "runs=r1" in p} - {
     ("GET", _S + "/runs")
 }
@@ -93,7 +98,7 @@ OWNER_ONLY = {
     (m, p)
     for m, p, _ in PRIVATE_REQUESTS
     if p.endswith(("/access", "/members", "/members/outsider"))
-}
+} | {("DELETE", _R + "/trajectories?trial_id=nothing")}
 
 
 def _expected(caller: str, method: str, path: str) -> set[int]:
@@ -105,6 +110,8 @@ def _expected(caller: str, method: str, path: str) -> set[int]:
         return ok
     if caller in ("owner",):
         return ok
+    if caller in ("editor", "viewer") and request in BODIES:
+        return {403}  # members without the content permission
     if caller == "editor":
         return ok if request in READS | EDITOR_WRITES else {403}
     if caller in ("viewer", "reader"):
@@ -112,7 +119,7 @@ def _expected(caller: str, method: str, path: str) -> set[int]:
     if caller == "owner_read_key":
         return ok if request in READS else {403}
     if caller == "share_link":
-        if request in RUN_LEVEL_READS - LOGS:
+        if request in RUN_LEVEL_READS - LOGS - BODIES:
             return ok
         return {401, 404}
     if caller in ("revoked_key", "revoked_share_link", "expired_share_link"):

@@ -129,11 +129,21 @@ TRAJECTORY_QUEUE_MAX_BYTES: Final = 64 * 1024 * 1024
 EVAL_TEXT_ALL_MAX_TRIALS: Final = 128
 #: ... a larger one keeps this many trials, chosen by :func:`selection_rank`.
 EVAL_TEXT_SAMPLED_TRIALS: Final = 32
+#: The largest ``TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES``: a million trials' text is more than
+#: any round's reader pages through, and a larger cap keeps no more than "all".
+VAL_UPLOAD_SAMPLES_MAX: Final = 1_000_000
 #: Training rollouts one training step retains, stratified across diagnostic categories
 #: (``TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES`` may lower it; the server refuses one more).
 ROLLOUT_SAMPLES_PER_STEP: Final = 32
 #: Days a trajectory body is kept after upload (``TUNEPLANE_TRAJECTORY_DAYS``).
 TRAJECTORY_DAYS_DEFAULT: Final = 7
+#: Seconds between two sweeps of expired and deleted bodies (``TUNEPLANE_SWEEP_INTERVAL``).
+SWEEP_INTERVAL_SECONDS_DEFAULT: Final = 3600.0
+#: Seconds after which a body written without its index row is an orphan to delete.
+PENDING_BODY_SECONDS: Final = 3600.0
+#: Bodies one sweep (or one early deletion) removes per transaction, so that it never
+#: holds up ingest into other runs for long.
+SWEEP_BATCH: Final = 500
 #: Messages in one page of a trajectory, and index rows in one page of the browser.
 TRAJECTORY_PAGE_MAX: Final = 200
 TRAJECTORY_PAGE_DEFAULT: Final = 50

@@ -148,7 +148,7 @@ class Trajectory:
         return orjson.dumps(self.document, option=orjson.OPT_SORT_KEYS)
 
     def metadata(self) -> dict[str, Any]:
-        return {name: self.document.get(name) for name in COMPARED_FIELDS}
+        return {name: getattr(self, name) for name in COMPARED_FIELDS}
 
 
 def digest(body: bytes) -> str:

@@ -85,6 +85,7 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("POST", "/api/v1/ingest/observations"): Rule("ingest-token"),
     ("POST", "/api/v1/ingest/heartbeat"): Rule("ingest-token"),
     ("POST", "/api/v1/ingest/alerts"): Rule("ingest-token"),
+    ("POST", "/api/v1/ingest/trajectories"): Rule("ingest-token"),
     # The Trackio protocol (server/trackio.py): the write token in x-trackio-write-token is
     # an API key, which each route resolves and holds to write-run / create-project (or
     # read-run) for the projects its body names, as POST /ingest checks its own secret.
@@ -130,6 +131,11 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("GET", _RUN + "/evaluation/{round_id}/trials"): _READ,
     ("GET", _RUN + "/evaluation/{round_id}/trials/{trial_id}"): _READ,
     ("GET", "/api/v1/evaluation/matched"): Rule("read-run", query_targets=("left", "right")),
+    # The index says what exists and what became of each body; the bodies themselves need
+    # the content permission; owners delete them early.
+    ("GET", _RUN + "/trajectories"): _READ,
+    ("GET", _RUN + "/trajectories/{trajectory}"): Rule("read-trajectory-body"),
+    ("DELETE", _RUN + "/trajectories"): Rule("manage-project"),
     ("GET", _RUN + "/logs"): Rule("read-logs"),
     ("GET", _RUN + "/logs/stream"): Rule("read-logs"),
     # Writes by people.

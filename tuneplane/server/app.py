@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,6 +17,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from tuneplane import __version__
+from tuneplane.blobs import open_blob_store
 from tuneplane.contract.errors import TuneplaneError
 from tuneplane.server import (
     evaluation,
@@ -30,7 +32,9 @@ from tuneplane.server import (
     sdk_ingest,
     signin,
     streams,
+    sweeper,
     trackio,
+    trajectories,
 )
 from tuneplane.server.access import authorize
 from tuneplane.server.auth import IngestTokenGuard
@@ -107,10 +111,14 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     opened = database
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        sweeping = asyncio.create_task(
+            sweeper.sweep_forever(app.state.tuneplane, settings.sweep_interval)
+        )
         try:
             yield
         finally:
+            sweeping.cancel()
             opened.close()
 
     app = FastAPI(
@@ -132,6 +140,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         settings=settings,
         database=database,
         arena=ArenaIngest(database),
+        blobs=open_blob_store(settings.blob_url, settings.data_dir),
         first_admin=FirstAdmin(_first_admin_token(database)),
     )
     _add_error_handlers(app)
@@ -144,6 +153,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         evaluation.router,
         runs.router,
         sdk_ingest.router,
+        trajectories.router,
         signin.router,
         keys.router,
         project_access.router,

@@ -25,6 +25,8 @@ from tuneplane.contract.limits import (
     BODY_TIMEOUT_SECONDS_MAX,
     INGEST_TOKEN_DAYS_DEFAULT,
     INGEST_TOKEN_DAYS_MAX,
+    SWEEP_INTERVAL_SECONDS_DEFAULT,
+    TRAJECTORY_DAYS_DEFAULT,
 )
 from tuneplane.contract.settings import (
     HTTP_URL,
@@ -135,6 +137,39 @@ BODY_TIMEOUT: Final = Setting(
     default_text=f"{BODY_TIMEOUT_SECONDS_DEFAULT:g}",
 )
 
+
+def _blob_url(raw: str) -> str | None:
+    if raw.startswith("s3://"):
+        bucket = raw.removeprefix("s3://").partition("/")[0]
+        return raw if _S3_BUCKET.fullmatch(bucket) else None
+    return raw if raw.startswith(("/", "file:///")) else None
+
+
+_S3_BUCKET: Final = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", re.ASCII)
+BLOB_URL: Final = Setting(
+    "TUNEPLANE_BLOB_URL",
+    rules.Rule("must be s3://bucket/prefix or an absolute directory path", _blob_url),
+    None,
+    "Where trajectory bodies go: s3://bucket/prefix for an S3-compatible store (endpoint, "
+    "region and credentials from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY), or a directory; unset: <data dir>/blobs.",
+)
+TRAJECTORY_DAYS: Final = Setting(
+    "TUNEPLANE_TRAJECTORY_DAYS",
+    number("days", 3650, zero=False),
+    float(TRAJECTORY_DAYS_DEFAULT),
+    "Days a trajectory body is kept after upload; then the sweeper deletes it (its "
+    "result counts and metadata stay).",
+    default_text=str(TRAJECTORY_DAYS_DEFAULT),
+)
+SWEEP_INTERVAL: Final = Setting(
+    "TUNEPLANE_SWEEP_INTERVAL",
+    number("seconds", 86400, zero=False),
+    SWEEP_INTERVAL_SECONDS_DEFAULT,
+    "Seconds between two sweeps that physically delete expired and deleted trajectory bodies.",
+    default_text=f"{SWEEP_INTERVAL_SECONDS_DEFAULT:g}",
+)
+
 OIDC_ISSUER: Final = Setting(
     "TUNEPLANE_OIDC_ISSUER",
     rules.Rule(
@@ -222,6 +257,9 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     BODY_TIMEOUT,
     DEFAULT_VISIBILITY,
     FRAME_ANCESTORS,
+    BLOB_URL,
+    TRAJECTORY_DAYS,
+    SWEEP_INTERVAL,
     *_OIDC_SETTINGS,
 )
 
@@ -251,6 +289,9 @@ class Settings:
     default_visibility: Visibility = "private"
     frame_ancestors: str = "'self'"
     oidc: OidcSettings | None = None
+    blob_url: str | None = None
+    trajectory_days: float = TRAJECTORY_DAYS_DEFAULT
+    sweep_interval: float = SWEEP_INTERVAL_SECONDS_DEFAULT
 
     @classmethod
     def from_env(
@@ -280,6 +321,9 @@ class Settings:
             default_visibility=reader.read(DEFAULT_VISIBILITY),
             frame_ancestors=reader.read(FRAME_ANCESTORS),
             oidc=_oidc(reader),
+            blob_url=reader.get(BLOB_URL),
+            trajectory_days=reader.read(TRAJECTORY_DAYS),
+            sweep_interval=reader.read(SWEEP_INTERVAL),
         )
         reader.done()
         return settings

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from starlette.requests import HTTPConnection
 
+from tuneplane.blobs import BlobStore
 from tuneplane.server.live import LiveHub
 from tuneplane.server.settings import Settings
 from tuneplane.store.arena import ArenaIngest
@@ -42,6 +43,8 @@ class AppState:
     settings: Settings
     database: Database
     arena: ArenaIngest
+    #: Where trajectory bodies go.
+    blobs: BlobStore
     live: LiveHub = field(default_factory=LiveHub)
     #: What ingest tokens already seen resolve to, by hash (whether one may still write
     #: is checked by each write itself).

@@ -1,0 +1,257 @@
+"""Trajectories: upload (ingest token), the index (anyone who may read the run), bodies
+(members with the ``content`` permission) and early deletion (owners).
+
+A body is in blob storage before its index row commits (store/trajectories.py says how
+nothing is lost track of on the way)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import zlib
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, Depends, Path, Query, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from tuneplane.blobs import BlobMissing, BlobStoreUnavailable
+from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.limits import (
+    INGEST_BODY_MAX_BYTES,
+    QUERY_INTEGER_MAX,
+    STEP_MAX,
+    SWEEP_BATCH,
+    TRAJECTORY_INDEX_PAGE_MAX,
+    TRAJECTORY_MAX_MESSAGES,
+    TRAJECTORY_PAGE_DEFAULT,
+    TRAJECTORY_PAGE_MAX,
+)
+from tuneplane.contract.trajectories import CATEGORIES, SCOPES, digest, parse_trajectories
+from tuneplane.server.auth import require_ingest_token
+from tuneplane.server.body import read_json
+from tuneplane.server.responses import JSON
+from tuneplane.server.state import AppState, app_state
+from tuneplane.server.sweeper import remove_bodies
+from tuneplane.store import catalog, sweeps
+from tuneplane.store.credentials import TokenScope, write_as
+from tuneplane.store.trajectories import (
+    Upload,
+    forget_keys,
+    new_body_key,
+    plan_batch,
+    record_pending,
+    write_index,
+)
+from tuneplane.store.trajectory_reads import get_row, index_json, list_index, steps_with_rollouts
+
+router = APIRouter(prefix="/api/v1", tags=["trajectories"])
+RUN = "/projects/{project}/runs/{run}"
+Scope = Annotated[TokenScope, Depends(require_ingest_token)]
+Attempt = Annotated[int | None, Query(ge=1, le=2**31 - 1, description="execution attempt")]
+Count = Annotated[int | None, Query(ge=0, le=QUERY_INTEGER_MAX)]
+Step = Annotated[int | None, Query(ge=0, le=STEP_MAX)]
+logger = logging.getLogger("tuneplane")
+
+
+def _upload(trajectory: Any) -> Upload:
+    body = trajectory.encoded()
+    return Upload(trajectory, body, digest(body), zlib.compress(body, 1))
+
+
+def _plan(state: AppState, scope: TokenScope, uploads: list[Upload]) -> list[int]:
+    with state.database.connect() as connection:
+        return plan_batch(connection, scope, uploads)
+
+
+def _put_all(state: AppState, uploads: list[Upload], keys: dict[int, str]) -> None:
+    for index, key in keys.items():
+        state.blobs.put(key, uploads[index].compressed)
+
+
+async def _discard(state: AppState, keys: list[str]) -> None:
+    """Delete bodies no row holds; what cannot be deleted now the sweeper deletes later."""
+    try:
+        for key in keys:
+            await run_in_threadpool(state.blobs.delete, key)
+        await state.database.write(forget_keys, keys)
+    except Exception as exc:  # the request's own error, if any, is the one to answer
+        logger.info("tuneplane: %d trajectory bodies left for the sweeper (%s)", len(keys), exc)
+
+
+@router.post("/ingest/trajectories")
+async def ingest_trajectories(request: Request, scope: Scope) -> Response:
+    """Up to 16 trajectory documents of the attempt; an identity already stored with the
+    same body is a duplicate, with a different one a 409. ``not_retained`` counts documents
+    indexed without their text (the round's text cap chose other trials)."""
+    batch = parse_trajectories(await read_json(request, INGEST_BODY_MAX_BYTES))
+    state = app_state(request)
+    uploads = await run_in_threadpool(lambda: [_upload(t) for t in batch])
+    wanted = await run_in_threadpool(_plan, state, scope, uploads)
+    keys = {index: new_body_key(scope) for index in wanted}
+    written = list(keys.values())
+    try:
+        if keys:
+            await state.database.write(write_as, scope, record_pending, written, key=scope.run_id)
+            await run_in_threadpool(_put_all, state, uploads, keys)
+        outcome = await state.database.write(
+            write_as,
+            scope,
+            write_index,
+            scope,
+            uploads,
+            keys,
+            state.settings.trajectory_days,
+            key=scope.run_id,
+        )
+    except BaseException:
+        if written:
+            await _discard(state, written)
+        raise
+    if outcome.unused_keys:
+        await _discard(state, outcome.unused_keys)
+    if outcome.new or outcome.not_retained:
+        state.live.notify(scope.run_id)
+    return JSON(outcome.to_json())
+
+
+def _filters(**given: Any) -> dict[str, Any]:
+    if given.get("scope") is not None and given["scope"] not in SCOPES:
+        raise InvalidInput((Violation("scope", f"must be one of {', '.join(SCOPES)}"),))
+    if given.get("category") is not None and given["category"] not in CATEGORIES:
+        raise InvalidInput((Violation("category", f"must be one of {', '.join(CATEGORIES)}"),))
+    return given
+
+
+@router.get(RUN + "/trajectories")
+def list_trajectories(
+    request: Request,
+    project: str,
+    run: str,
+    scope: str | None = None,
+    attempt: Attempt = None,
+    round_id: str | None = None,
+    trial_id: str | None = None,
+    trial_attempt: Count = None,
+    category: str | None = None,
+    step: Step = None,
+    after: Count = None,
+    limit: Annotated[int, Query(ge=1, le=TRAJECTORY_INDEX_PAGE_MAX)] = 100,
+) -> Response:
+    """The trajectory index of a run, filtered over the whole index before pagination
+    (scope, execution attempt, round, trial, trial attempt, training category, step),
+    by ascending ID; pass ``next`` as ``after`` for the next page. No bodies: each row
+    says what became of its body. ``steps`` lists the latest steps with rollouts."""
+    filters = _filters(
+        scope=scope,
+        attempt=attempt,
+        round_id=round_id,
+        trial_id=trial_id,
+        trial_attempt=trial_attempt,
+        category=category,
+        step=step,
+    )
+    with app_state(request).database.connect() as connection:
+        run_id = catalog.get_run(connection, project, run).id
+        page = list_index(connection, run_id, filters, after, limit)
+        steps = steps_with_rollouts(connection, run_id) if scope == "training" else None
+    return JSON(
+        {
+            "items": page.rows,
+            "next": page.next_after,
+            "total": page.total,
+            "total_is_lower_bound": page.more,
+            "steps": steps,
+        }
+    )
+
+
+def _messages(state: AppState, key: str) -> list[dict[str, Any]]:
+    document = orjson.loads(zlib.decompress(state.blobs.get(key)))
+    messages: list[dict[str, Any]] = document["messages"]
+    return messages
+
+
+@router.get(RUN + "/trajectories/{trajectory}")
+def read_trajectory(
+    request: Request,
+    project: str,
+    run: str,
+    trajectory: Annotated[int, Path(ge=1, le=QUERY_INTEGER_MAX)],
+    offset: Annotated[int, Query(ge=0, le=TRAJECTORY_MAX_MESSAGES)] = 0,
+    limit: Annotated[int, Query(ge=1, le=TRAJECTORY_PAGE_MAX)] = TRAJECTORY_PAGE_DEFAULT,
+) -> Response:
+    """One trajectory's index row and a page of its messages (``offset``, ``limit``);
+    ``messages`` is null when its body is not retained, expired or deleted (``body``
+    says which and since when)."""
+    state = app_state(request)
+    where = f"{project}/{run}"
+    with state.database.connect() as connection:
+        run_id = catalog.get_run(connection, project, run).id
+        row = get_row(connection, run_id, trajectory, where)
+    answer = index_json(row, time.time())
+    messages = None
+    if answer["body"]["state"] == "stored":
+        try:
+            messages = _messages(state, row.body_key)
+        except BlobMissing:
+            # Swept between the two reads? Then the row says so now; else it is lost.
+            with state.database.connect() as connection:
+                answer = index_json(get_row(connection, run_id, trajectory, where), time.time())
+            if answer["body"]["state"] == "stored":
+                raise BlobStoreUnavailable(
+                    state.blobs.location, f"the body of trajectory {trajectory} is missing"
+                ) from None
+    page = None if messages is None else messages[offset : offset + limit]
+    end = offset + limit
+    return JSON(
+        {
+            **answer,
+            "messages": page,
+            "offset": offset,
+            "limit": limit,
+            "next_offset": end if messages is not None and end < len(messages) else None,
+        }
+    )
+
+
+@router.delete(RUN + "/trajectories")
+async def delete_trajectory_bodies(
+    request: Request,
+    project: str,
+    run: str,
+    attempt: Attempt = None,
+    round_id: str | None = None,
+    trial_id: str | None = None,
+    trial_attempt: Count = None,
+    scope: str | None = None,
+    step: Step = None,
+) -> Response:
+    """Delete the bodies of a run, or of one execution attempt, round, trial or step, now.
+    Their index rows, result counts and outcome metadata stay; each reads "deleted on …"."""
+    filters = _filters(
+        scope=scope,
+        attempt=attempt,
+        round_id=round_id,
+        trial_id=trial_id,
+        trial_attempt=trial_attempt,
+        step=step,
+    )
+    state = app_state(request)
+
+    def find_run() -> int:
+        with state.database.connect() as connection:
+            return catalog.get_run(connection, project, run).id
+
+    run_id = await run_in_threadpool(find_run)
+    deleted = 0
+    while True:
+        marked = await state.database.write(sweeps.mark_deleted, run_id, filters, key=run_id)
+        deleted += marked
+        if marked < SWEEP_BATCH:
+            break
+    removed = await remove_bodies(state)
+    if deleted:
+        state.live.notify(run_id)
+    return JSON({"deleted": deleted, "removed_now": removed.deleted})
