@@ -93,6 +93,33 @@ SERVE_CASES = [
     ],
     *[
         (
+            "TUNEPLANE_BLOB_URL",
+            raw,
+            f"TUNEPLANE_BLOB_URL={raw!r}: must be s3://bucket/prefix or an absolute directory "
+            "path",
+        )
+        for raw in ("s3://", "relative/dir", "s3://UPPER/case")
+    ],
+    *[
+        (
+            "TUNEPLANE_TRAJECTORY_DAYS",
+            raw,
+            f"TUNEPLANE_TRAJECTORY_DAYS={raw!r}: must be a finite number of days greater than "
+            "0 and at most 3650",
+        )
+        for raw in ("0", "inf", "a week")
+    ],
+    *[
+        (
+            "TUNEPLANE_SWEEP_INTERVAL",
+            raw,
+            f"TUNEPLANE_SWEEP_INTERVAL={raw!r}: must be a finite number of seconds greater "
+            "than 0 and at most 86400",
+        )
+        for raw in ("0", "-5", "hourly")
+    ],
+    *[
+        (
             "TUNEPLANE_DEFAULT_VISIBILITY",
             raw,
             f"TUNEPLANE_DEFAULT_VISIBILITY={raw!r}: must be public or private",
