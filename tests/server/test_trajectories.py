@@ -7,16 +7,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
+import httpx
 import orjson
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.serving import running_server
 from tuneplane.contract.trajectories import selection_rank
 from tuneplane.server.app import create_app
 from tuneplane.server.settings import Settings
@@ -377,3 +380,23 @@ def test_filters_run_over_the_whole_index_before_pagination(api: TestClient) -> 
     bad = api.get(RUN + "/trajectories", params={"category": "failed"})
     assert bad.status_code == 422
     assert bad.json()["error"]["details"][0]["field"] == "category"
+
+
+def test_a_running_server_sweeps_expired_bodies_on_its_own(tmp_path: Path) -> None:
+    """The periodic sweep of a real server process (SQLite, bodies in a directory)."""
+    quick = {"TUNEPLANE_SWEEP_INTERVAL": "0.2", "TUNEPLANE_TRAJECTORY_DAYS": "0.00002"}
+    with running_server("--data-dir", str(tmp_path), env=quick) as base:
+        admin = {"Authorization": f"Bearer {(tmp_path / 'admin.key').read_text().strip()}"}
+        httpx.post(f"{base}/api/v1/projects/demo/runs", json={"run": "agent"}, headers=admin)
+        token = httpx.post(f"{base}{RUN}/attempts", headers=admin).json()["token"]
+        body = {"trajectories": [rollout(1, "a")]}
+        headers = {"Authorization": f"Bearer {token}"}
+        stored = httpx.post(f"{base}/api/v1/ingest/trajectories", json=body, headers=headers)
+        assert stored.json()["new"] == 1, stored.text
+        assert len(list((tmp_path / "blobs").rglob("*.json.z"))) == 1
+        deadline = time.monotonic() + 20
+        while list((tmp_path / "blobs").rglob("*.json.z")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list((tmp_path / "blobs").rglob("*.json.z")) == []
+        (row,) = httpx.get(f"{base}{RUN}/trajectories", headers=admin).json()["items"]
+        assert row["body"]["state"] == "expired"
