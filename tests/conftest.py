@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,9 @@ PG_URL = os.environ.get("TUNEPLANE_TEST_PG_URL", "postgresql://postgres@127.0.0.
 INGEST_SECRET = "test-ingest-secret"
 
 
-@pytest.fixture(scope="session")
-def pg_database_url() -> Iterator[str]:
-    """A fresh PostgreSQL database for this test session, dropped at the end."""
+@contextmanager
+def scratch_postgres() -> Iterator[str]:
+    """A new, empty PostgreSQL database, dropped afterwards."""
     admin_url = make_url(PG_URL).set(drivername="postgresql+psycopg")
     name = f"tuneplane_test_{uuid.uuid4().hex[:10]}"
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
@@ -34,14 +35,32 @@ def pg_database_url() -> Iterator[str]:
             connection.execute(text(f'CREATE DATABASE "{name}"'))
     except Exception as exc:  # pragma: no cover - the environment is broken
         pytest.fail(f"PostgreSQL is required for the test suite ({PG_URL}): {exc}")
-    url = admin_url.set(database=name).render_as_string(hide_password=False)
-    database = Database(url)
-    database.migrate()
-    database.close()
-    yield url
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-    admin.dispose()
+    try:
+        yield admin_url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_database_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, dropped at the end."""
+    with scratch_postgres() as url:
+        database = Database(url)
+        database.migrate()
+        database.close()
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database with no tables yet, on each engine (for upgrades from old revisions)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'old.db'}"
+        return
+    with scratch_postgres() as url:
+        yield url
 
 
 def _truncate_postgres(url: str) -> None:

@@ -28,9 +28,9 @@ def test_migrating_twice_changes_nothing(database: Database) -> None:
         assert context.get_current_revision() is not None
 
 
-def test_points_stored_before_blocks_are_converted_on_upgrade(tmp_path: Path) -> None:
+def test_points_stored_before_blocks_are_converted_on_upgrade(empty_database_url: str) -> None:
     """A data directory from before the block layout keeps every point, in order."""
-    database = Database(f"sqlite:///{tmp_path / 'old.db'}")
+    database = Database(empty_database_url)
     config = AlembicConfig()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     with database.engine.begin() as connection:
@@ -92,11 +92,11 @@ def test_projects_from_before_access_become_public_on_upgrade(tmp_path: Path) ->
 
 
 def test_rounds_from_before_execution_attempts_belong_to_the_attempts_that_reported_them(
-    tmp_path: Path,
+    empty_database_url: str,
 ) -> None:
     """Each execution keeps its own results and declaration: the declaration a restarted
     execution sent (answered new but ignored before) becomes its round's."""
-    database = Database(f"sqlite:///{tmp_path / 'old.db'}")
+    database = Database(empty_database_url)
     config = AlembicConfig()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     population = (
