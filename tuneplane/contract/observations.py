@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 import orjson
 
 from tuneplane.contract.errors import Conflict, InvalidInput, Violation
-from tuneplane.contract.ids import id_problem, metric_name_problem
+from tuneplane.contract.ids import metric_name_problem
 from tuneplane.contract.json_body import NotFinite, key_path, malformed
 from tuneplane.contract.limits import (
     HISTOGRAM_MAX_BOUNDS,
@@ -49,6 +49,7 @@ from tuneplane.contract.limits import (
 from tuneplane.contract.validation import (
     DEPTH_RULE,
     STEP_RULE,
+    FieldCheck,
     finite_float,
     is_count,
     is_number,
@@ -233,14 +234,7 @@ class OutcomeConflict(Conflict):
         return body
 
 
-class _Check:
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.violations: list[Violation] = []
-
-    def add(self, field: str, rule: str) -> None:
-        self.violations.append(Violation(f"{self.path}.{field}" if field else self.path, rule))
-
+class _Check(FieldCheck):
     def text(self, item: dict[str, Any], key: str, *, required: bool) -> str | None:
         value = item.get(key)
         if value is None:
@@ -249,14 +243,6 @@ class _Check:
             return None
         if not isinstance(value, str) or not 1 <= len(value) <= OBSERVATION_STRING_MAX_CHARS:
             self.add(key, f"must be a string of 1-{OBSERVATION_STRING_MAX_CHARS} characters")
-            return None
-        return value
-
-    def ident(self, item: dict[str, Any], key: str) -> str | None:
-        value = item.get(key)
-        problem = id_problem(value)
-        if problem:
-            self.add(key, "required" if value is None else problem)
             return None
         return value
 

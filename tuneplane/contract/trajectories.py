@@ -38,7 +38,6 @@ from typing import Any, Final, Literal, TypeVar, get_args
 import orjson
 
 from tuneplane.contract.errors import Conflict, InvalidInput, Violation
-from tuneplane.contract.ids import id_problem
 from tuneplane.contract.json_body import NotFinite, malformed
 from tuneplane.contract.limits import (
     EVAL_TEXT_ALL_MAX_TRIALS,
@@ -48,7 +47,14 @@ from tuneplane.contract.limits import (
     TRAJECTORY_MAX_BYTES,
     TRAJECTORY_MAX_MESSAGES,
 )
-from tuneplane.contract.validation import DEPTH_RULE, STEP_RULE, finite_float, is_count, is_step
+from tuneplane.contract.validation import (
+    DEPTH_RULE,
+    STEP_RULE,
+    FieldCheck,
+    finite_float,
+    is_count,
+    is_step,
+)
 
 Scope = Literal["evaluation", "training"]
 SCOPES: Final[tuple[Scope, ...]] = get_args(Scope)
@@ -187,27 +193,12 @@ def _problem_text(value: object, limit: int = OBSERVATION_STRING_MAX_CHARS) -> s
     return None
 
 
-class _Check:
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.violations: list[Violation] = []
-
-    def add(self, field: str, rule: str) -> None:
-        self.violations.append(Violation(f"{self.path}.{field}" if field else self.path, rule))
-
+class _Check(FieldCheck):
     def unknown(self, item: Mapping[str, Any], known: Iterable[str], where: str = "") -> None:
         allowed = tuple(known)
         for key in item:
             if key not in allowed:
                 self.add(f"{where}{key}", f"unknown field (known: {', '.join(allowed)})")
-
-    def ident(self, item: Mapping[str, Any], key: str) -> str | None:
-        value = item.get(key)
-        problem = id_problem(value)
-        if problem:
-            self.add(key, "required" if value is None else problem)
-            return None
-        return value
 
     def text(self, item: Mapping[str, Any], key: str, where: str = "") -> str | None:
         value = item.get(key)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Final
 
 from tuneplane.contract.errors import Violation
+from tuneplane.contract.ids import id_problem
 from tuneplane.contract.json_body import NotFinite, key_path
 from tuneplane.contract.limits import JSON_MAX_DEPTH, STEP_MAX
 
@@ -91,3 +93,23 @@ def json_problem(value: object, path: str) -> Violation | None:
         elif isinstance(node, NotFinite) or (type(node) is float and not math.isfinite(node)):
             return Violation(where, number_rule(node))
     return None
+
+
+class FieldCheck:
+    """Collects the violations of one item of a batch, each named ``<path>.<field>``."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.violations: list[Violation] = []
+
+    def add(self, field: str, rule: str) -> None:
+        self.violations.append(Violation(f"{self.path}.{field}" if field else self.path, rule))
+
+    def ident(self, item: Mapping[str, Any], key: str) -> str | None:
+        """``item[key]`` when it is an ID, else None with the violation noted."""
+        value = item.get(key)
+        problem = id_problem(value)
+        if problem:
+            self.add(key, "required" if value is None else problem)
+            return None
+        return value
