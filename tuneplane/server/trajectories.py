@@ -116,19 +116,7 @@ async def ingest_trajectories(request: Request, scope: Scope) -> Response:
     return JSON(outcome.to_json())
 
 
-def _filters(**given: Any) -> dict[str, Any]:
-    if given.get("scope") is not None and given["scope"] not in SCOPES:
-        raise InvalidInput((Violation("scope", f"must be one of {', '.join(SCOPES)}"),))
-    if given.get("category") is not None and given["category"] not in CATEGORIES:
-        raise InvalidInput((Violation("category", f"must be one of {', '.join(CATEGORIES)}"),))
-    return given
-
-
-@router.get(RUN + "/trajectories")
-def list_trajectories(
-    request: Request,
-    project: str,
-    run: str,
+def trajectory_filters(
     scope: str | None = None,
     attempt: Attempt = None,
     round_id: str | None = None,
@@ -136,6 +124,32 @@ def list_trajectories(
     trial_attempt: Count = None,
     category: str | None = None,
     step: Step = None,
+) -> dict[str, Any]:
+    """The index filters a route takes, checked."""
+    if scope is not None and scope not in SCOPES:
+        raise InvalidInput((Violation("scope", f"must be one of {', '.join(SCOPES)}"),))
+    if category is not None and category not in CATEGORIES:
+        raise InvalidInput((Violation("category", f"must be one of {', '.join(CATEGORIES)}"),))
+    return {
+        "scope": scope,
+        "attempt": attempt,
+        "round_id": round_id,
+        "trial_id": trial_id,
+        "trial_attempt": trial_attempt,
+        "category": category,
+        "step": step,
+    }
+
+
+Filters = Annotated[dict[str, Any], Depends(trajectory_filters)]
+
+
+@router.get(RUN + "/trajectories")
+def list_trajectories(
+    request: Request,
+    project: str,
+    run: str,
+    filters: Filters,
     after: Count = None,
     limit: Annotated[int, Query(ge=1, le=TRAJECTORY_INDEX_PAGE_MAX)] = 100,
 ) -> Response:
@@ -143,19 +157,10 @@ def list_trajectories(
     (scope, execution attempt, round, trial, trial attempt, training category, step),
     by ascending ID; pass ``next`` as ``after`` for the next page. No bodies: each row
     says what became of its body. ``steps`` lists the latest steps with rollouts."""
-    filters = _filters(
-        scope=scope,
-        attempt=attempt,
-        round_id=round_id,
-        trial_id=trial_id,
-        trial_attempt=trial_attempt,
-        category=category,
-        step=step,
-    )
     with app_state(request).database.connect() as connection:
         run_id = catalog.get_run(connection, project, run).id
         page = list_index(connection, run_id, filters, after, limit)
-        steps = steps_with_rollouts(connection, run_id) if scope == "training" else None
+        steps = steps_with_rollouts(connection, run_id) if filters["scope"] == "training" else None
     return JSON(
         {
             "items": page.rows,
@@ -221,23 +226,11 @@ async def delete_trajectory_bodies(
     request: Request,
     project: str,
     run: str,
-    attempt: Attempt = None,
-    round_id: str | None = None,
-    trial_id: str | None = None,
-    trial_attempt: Count = None,
-    scope: str | None = None,
-    step: Step = None,
+    filters: Filters,
 ) -> Response:
-    """Delete the bodies of a run, or of one execution attempt, round, trial or step, now.
-    Their index rows, result counts and outcome metadata stay; each reads "deleted on …"."""
-    filters = _filters(
-        scope=scope,
-        attempt=attempt,
-        round_id=round_id,
-        trial_id=trial_id,
-        trial_attempt=trial_attempt,
-        step=step,
-    )
+    """Delete the bodies of a run, or those matching the index filters (an execution
+    attempt, round, trial, step, …), now. Their index rows, result counts and outcome
+    metadata stay; each reads "deleted on …"."""
     state = app_state(request)
 
     def find_run() -> int:
