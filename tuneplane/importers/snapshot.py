@@ -1,0 +1,209 @@
+"""The import snapshot: everything an import would upload, written to a file first.
+
+A snapshot is JSON::
+
+    {"format": "tuneplane-import-snapshot", "version": 1, "source": "harbor",
+     "content_hash": "<sha256>", "round_id": "tbench-val-<16 hex digits of the hash>",
+     "round": "tbench-val",
+     "population": {"type": "population", "round_id": …, "expected": 3, "digests": {…},
+                    "task": {…}, "text_samples": 1},
+     "checkpoint": {"name": …, "digest": …},
+     "trials": [{"type": "trial", "round_id": …, "trial_id": …, "trial_attempt": 1, …}],
+     "trajectories": [{"scope": "evaluation", "round_id": …, "messages": […], …}],
+     "evidence": [{"trial_id": …, "retry": 1, "directory": …, "reason": …, …}]}
+
+The content hash covers everything but itself and the round ID (which is made from it):
+importing the same inputs again gives the same round, whose outcomes the server already
+has (duplicates that add nothing); changed inputs give a new round. Reading a snapshot
+checks the hash, so a file edited by hand is refused rather than uploaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Final
+
+from tuneplane.contract.observations import parse_observation
+from tuneplane.contract.trajectories import parse_trajectory
+from tuneplane.importers.plan import ROUND_HASH_CHARS, canonical_digest
+from tuneplane.importers.problems import ImportRefused, Problem
+
+SNAPSHOT_FORMAT: Final = "tuneplane-import-snapshot"
+SNAPSHOT_VERSION: Final = 1
+#: The free event that records the checkpoint beside the round (a population declaration
+#: has no place for it, and it is no part of the protocol fingerprint).
+CHECKPOINT_EVENT: Final = "evaluation/checkpoint"
+_BODY: Final = ("source", "round", "population", "checkpoint", "trials", "trajectories", "evidence")
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    document: dict[str, Any]
+
+    @property
+    def round_id(self) -> str:
+        return str(self.document["round_id"])
+
+    @property
+    def content_hash(self) -> str:
+        return str(self.document["content_hash"])
+
+    @property
+    def trials(self) -> list[dict[str, Any]]:
+        return list(self.document["trials"])
+
+    @property
+    def trajectories(self) -> list[dict[str, Any]]:
+        return list(self.document["trajectories"])
+
+    def observation_events(self, execution_attempt: int | None) -> list[dict[str, Any]]:
+        """The declaration, the checkpoint event and the trial results, with event IDs
+        made from their identity and the execution attempt: a replay of the same
+        snapshot in the same execution repeats them exactly (duplicates); a restarted
+        execution's events need IDs of their own."""
+        population = dict(self.document["population"])
+        checkpoint = {
+            "type": "event",
+            "name": CHECKPOINT_EVENT,
+            "fields": {"round_id": self.round_id, **self._checkpoint_fields()},
+        }
+        events = [population, checkpoint, *self.trials]
+        return [{**event, "event_id": _event_id(event, execution_attempt)} for event in events]
+
+    def _checkpoint_fields(self) -> dict[str, str]:
+        checkpoint = self.document["checkpoint"]
+        fields = {"checkpoint": checkpoint["name"]}
+        if checkpoint.get("digest"):
+            fields["checkpoint_digest"] = checkpoint["digest"]
+        return fields
+
+
+def _event_id(event: dict[str, Any], execution_attempt: int | None) -> str:
+    identity = json.dumps(
+        [
+            event["type"],
+            event.get("name"),
+            event.get("round_id") or event["fields"]["round_id"],
+            event.get("trial_id"),
+            event.get("trial_attempt"),
+        ]
+    )
+    prefix = f"a{execution_attempt}-" if execution_attempt is not None else ""
+    return f"{prefix}import-{hashlib.sha256(identity.encode()).hexdigest()[:32]}"
+
+
+def _with_round(items: list[dict[str, Any]], round_id: str) -> list[dict[str, Any]]:
+    return [{**item, "round_id": round_id} for item in items]
+
+
+def assemble(
+    *,
+    source: str,
+    round_prefix: str,
+    population: dict[str, Any],
+    checkpoint: dict[str, str],
+    trials: list[dict[str, Any]],
+    trajectories: list[dict[str, Any]],
+    evidence: list[dict[str, Any]],
+) -> Snapshot:
+    """The snapshot of these parts (each without ``round_id``: it comes from the hash)."""
+    body = {
+        "source": source,
+        "round": round_prefix,
+        "population": population,
+        "checkpoint": checkpoint,
+        "trials": trials,
+        "trajectories": trajectories,
+        "evidence": evidence,
+    }
+    content_hash = canonical_digest(body)
+    round_id = f"{round_prefix}-{content_hash[:ROUND_HASH_CHARS]}"
+    return Snapshot(
+        {
+            "format": SNAPSHOT_FORMAT,
+            "version": SNAPSHOT_VERSION,
+            "content_hash": content_hash,
+            "round_id": round_id,
+            **body,
+            "population": {**population, "round_id": round_id},
+            "trials": _with_round(trials, round_id),
+            "trajectories": _with_round(trajectories, round_id),
+        }
+    )
+
+
+def write_snapshot(snapshot: Snapshot, path: str) -> None:
+    """Written whole (a temporary file, then a rename): a failed write leaves no half
+    snapshot for ``tuneplane import upload`` to find."""
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(snapshot.document, handle, ensure_ascii=False, indent=1, sort_keys=True)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def _problems(file: str, document: dict[str, Any]) -> list[Problem]:
+    """Whether every event and trajectory is one the server takes."""
+    problems: list[Problem] = []
+    for index, event in enumerate([document["population"], *document["trials"]]):
+        where = "population" if index == 0 else f"trials[{index - 1}]"
+        _, violations = parse_observation(where, {**event, "event_id": "check"})
+        problems += [Problem(file, v.field, v.rule) for v in violations]
+    for index, trajectory in enumerate(document["trajectories"]):
+        _, violations = parse_trajectory(f"trajectories[{index}]", trajectory)
+        problems += [Problem(file, v.field, v.rule) for v in violations]
+    return problems
+
+
+def check_snapshot(file: str, document: object) -> Snapshot:
+    """``document`` as a snapshot, or :class:`ImportRefused` naming what is wrong."""
+    if not isinstance(document, dict) or document.get("format") != SNAPSHOT_FORMAT:
+        raise ImportRefused([Problem(file, "format", f"must be {SNAPSHOT_FORMAT!r}")])
+    if document.get("version") != SNAPSHOT_VERSION:
+        raise ImportRefused([Problem(file, "version", f"must be {SNAPSHOT_VERSION}")])
+    missing = [key for key in _BODY if key not in document]
+    if missing:
+        raise ImportRefused([Problem(file, key, "required") for key in missing])
+    shaped = isinstance(document["population"], dict) and all(
+        isinstance(document[key], list) and all(isinstance(item, dict) for item in document[key])
+        for key in ("trials", "trajectories", "evidence")
+    )
+    if not shaped:
+        raise ImportRefused(
+            [Problem(file, "", "is not a snapshot: its parts have the wrong shape")]
+        )
+    body = {key: document[key] for key in _BODY}
+    for key in ("population",):
+        body[key] = {k: v for k, v in body[key].items() if k != "round_id"}
+    for key in ("trials", "trajectories"):
+        body[key] = [{k: v for k, v in item.items() if k != "round_id"} for item in body[key]]
+    content_hash = canonical_digest(body)
+    if document.get("content_hash") != content_hash:
+        raise ImportRefused(
+            [Problem(file, "content_hash", "does not match the content: the file was changed")]
+        )
+    round_id = f"{document['round']}-{content_hash[:ROUND_HASH_CHARS]}"
+    carried = {document.get("round_id"), document["population"].get("round_id")}
+    carried |= {item.get("round_id") for item in document["trials"] + document["trajectories"]}
+    if carried != {round_id}:
+        raise ImportRefused([Problem(file, "round_id", f"must be {round_id!r} throughout")])
+    problems = _problems(file, document)
+    if problems:
+        raise ImportRefused(problems)
+    return Snapshot(document)
+
+
+def read_snapshot(path: str) -> Snapshot:
+    try:
+        with open(path, "rb") as handle:
+            document = json.loads(handle.read())
+    except OSError as exc:
+        raise ImportRefused([Problem(path, "", f"cannot be read: {exc.strerror}")]) from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ImportRefused([Problem(path, "", f"is not JSON: {exc}")]) from exc
+    return check_snapshot(path, document)
