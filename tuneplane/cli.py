@@ -215,6 +215,83 @@ def _run(args: argparse.Namespace) -> int:
         return 130
 
 
+def _progress(what: str) -> Any:
+    """A progress line on stderr for long imports: redrawn on a terminal, every tenth
+    otherwise."""
+    shown = {"last": -1}
+
+    def show(done: int, total: int) -> None:
+        tenth = done * 10 // max(total, 1)
+        if sys.stderr.isatty():
+            end = "\n" if done == total else ""
+            print(f"\rtuneplane: {what} {done}/{total}", end=end, file=sys.stderr, flush=True)
+        elif total >= 100 and tenth != shown["last"]:
+            shown["last"] = tenth
+            print(f"tuneplane: {what} {done}/{total}", file=sys.stderr, flush=True)
+
+    return show
+
+
+def _import_harbor(args: argparse.Namespace) -> int:
+    from tuneplane.importers.harbor_import import import_harbor
+    from tuneplane.importers.plan import EXAMPLE_PLAN
+    from tuneplane.importers.problems import ImportRefused
+    from tuneplane.importers.snapshot import summary, write_snapshot
+    from tuneplane.importers.text import load_redactor
+
+    if args.example_plan:
+        print(EXAMPLE_PLAN, end="")
+        return 0
+    missing = [flag for flag in ("plan", "root", "out") if getattr(args, flag) is None]
+    if missing:
+        print(f"tuneplane import harbor: --{', --'.join(missing)} required", file=sys.stderr)
+        return 2
+    try:
+        redactor = load_redactor(args.redactor) if args.redactor else None
+        snapshot = import_harbor(
+            args.plan,
+            args.root,
+            trace_limit=args.trace_limit,
+            redactor=redactor,
+            progress=_progress("trial attempts read"),
+        )
+        write_snapshot(snapshot, args.out)
+    except ImportRefused as refused:
+        for problem in refused.problems:
+            print(f"tuneplane: {problem}", file=sys.stderr)
+        print("tuneplane: nothing was written or uploaded", file=sys.stderr)
+        return 2
+    for line in summary(snapshot):
+        print(f"tuneplane: {line}", file=sys.stderr)
+    print(f"tuneplane: snapshot written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _add_import_commands(commands: Any) -> None:
+    parser = commands.add_parser("import", help="import other tools' evaluation results")
+    sources = parser.add_subparsers(dest="import_command", required=True)
+    harbor = sources.add_parser(
+        "harbor",
+        help="Harbor trial directories and ATIF trajectories, into a snapshot",
+        description="Read the trials an import plan lists (docs/import.md) into a snapshot "
+        "file. Starts no agent, sandbox or training.",
+    )
+    harbor.add_argument("--plan", help="the import plan (JSON; see --example-plan)")
+    harbor.add_argument("--root", help="the directory the plan's directories are beneath")
+    harbor.add_argument("--out", help="the snapshot file to write")
+    harbor.add_argument(
+        "--trace-limit",
+        type=int,
+        default=0,
+        help="keep the text of at most N trajectories (0-128; default 0: no text)",
+    )
+    harbor.add_argument("--redactor", help="module:function applied to all text first")
+    harbor.add_argument(
+        "--example-plan", action="store_true", help="print an example plan and exit"
+    )
+    harbor.set_defaults(handler=_import_harbor)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tuneplane", description="Telemetry for fine-tuning and RL training runs."
@@ -258,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_database_options(upgrade)
     upgrade.set_defaults(handler=_db_upgrade)
     _add_account_commands(commands)
+    _add_import_commands(commands)
     return parser
 
 

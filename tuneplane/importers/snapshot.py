@@ -207,3 +207,27 @@ def read_snapshot(path: str) -> Snapshot:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ImportRefused([Problem(path, "", f"is not JSON: {exc}")]) from exc
     return check_snapshot(path, document)
+
+
+def summary(snapshot: Snapshot) -> list[str]:
+    """What a snapshot holds, for people: a line for the round, one per status."""
+    document = snapshot.document
+    counts: dict[str, int] = {}
+    for trial in document["trials"]:
+        counts[trial["status"]] = counts.get(trial["status"], 0) + 1
+    current = {t["trial_id"]: t for t in document["trials"]}  # in retry order: last wins
+    reported = len(current)
+    expected = document["population"]["expected"]
+    lines = [
+        f"round {snapshot.round_id}: {expected} planned trials, {reported} with results "
+        f"({expected - reported} not yet reported), {len(document['trials'])} attempts "
+        f"({', '.join(f'{n} {status}' for status, n in sorted(counts.items())) or 'none'})",
+        f"text: {len(document['trajectories'])} trajectories (sampled, incomplete)",
+    ]
+    missing = [e for e in document["evidence"] if "the directory does not exist" in e["notes"]]
+    if missing:
+        lines.append(
+            f"{len(missing)} planned attempt directories do not exist (unscored), e.g. "
+            f"{missing[0]['directory']!r}"
+        )
+    return lines
