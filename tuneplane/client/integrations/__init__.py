@@ -1,0 +1,1 @@
+"""Thin adapters from training frameworks onto the SDK (``tuneplane.integrations``)."""

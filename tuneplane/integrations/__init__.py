@@ -1,0 +1,1 @@
+"""Framework integrations: ``tuneplane.integrations.transformers.TuneplaneCallback``."""
