@@ -8,7 +8,8 @@ with a reward; otherwise only a numeric binary reward (exactly 0 or 1) is ``fail
 in ``result.json`` (``verifier_result.rewards``) and in ``verifier/reward.txt`` or
 ``reward.json``; when both are there and disagree, the trial is ``unscored``.
 
->>> map_outcome(read_attempt(Path("jobs/x__abc"), "x", "import-plan.json: trials[0]")[0])
+>>> evidence, problems = read_attempt(Path("jobs/etl__cdwMJ5R"), "etl", "trials[0]")
+>>> map_outcome(evidence)  # verifier/reward.txt holds "1\\n"
 Outcome(status='success', reward=1.0, error_type=None, reason='binary reward 1')
 """
 

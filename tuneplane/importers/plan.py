@@ -5,9 +5,9 @@ directory is still part of the population (missing coverage), and a directory is
 only where the plan says it is, never inferred from its name. Harbor records no attempt
 index, so retry numbers come from here too. See docs/import.md for the schema.
 
->>> plan = parse_plan("import-plan.json", json.loads(EXAMPLE_PLAN))
->>> plan.trials[0].attempts[-1].retry
-1
+>>> plan = load_plan("import-plan.json")  # ImportRefused names every problem
+>>> [(a.retry, a.directory) for a in plan.trials[0].attempts]
+[(0, 'jobs/first/etl__cdwMJ5R'), (1, 'jobs/retry/etl__cdwMJ5R')]
 """
 
 from __future__ import annotations
