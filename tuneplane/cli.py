@@ -339,10 +339,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: What ``pip install 'tuneplane[server]'`` adds to the SDK's light install.
+SERVER_PACKAGES = frozenset({"fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic",
+                             "argon2", "authlib", "httpx2"})  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.handler(args)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in SERVER_PACKAGES:
+            raise
+        print(
+            f"tuneplane {args.command}: needs the server's packages ({exc.name} is not "
+            "installed): pip install 'tuneplane[server]'",
+            file=sys.stderr,
+        )
+        return 2
     except TuneplaneError as exc:
         print(f"tuneplane: {exc.message}", file=sys.stderr)
         return 2

@@ -135,7 +135,7 @@ def api_key(data_dir: str | None, env: Mapping[str, str]) -> str | None:
     """``TUNEPLANE_API_KEY``, or the admin key ``tuneplane serve`` wrote in its data
     directory (``data_dir``, else ``TUNEPLANE_DIR``, else the default); None without
     either. :class:`SettingError` when the variable breaks its rule."""
-    key = Reader(env).read(environment.API_KEY_SETTING)
+    key = environment.API_KEY_SETTING.get(env)
     return key or _admin_key(data_dir, env)
 
 
