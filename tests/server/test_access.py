@@ -47,6 +47,7 @@ _R = _S + "/runs/r1"
 PRIVATE_REQUESTS: list[tuple[str, str, Any]] = [
     ("GET", f"/projects/{SECRET_PROJECT}", None),
     ("GET", f"/projects/{SECRET_PROJECT}/runs/r1", None),
+    ("GET", f"/projects/{SECRET_PROJECT}/runs/r1/trajectory", None),
     ("GET", _S + "/runs", None),
     ("GET", _S + "/metrics?runs=r1", None),
     ("GET", _S + "/points/loss?runs=r1&max_points=10", None),

@@ -102,6 +102,8 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("GET", "/"): Rule("view-instance"),
     ("GET", "/projects/{project}"): _READ,
     ("GET", "/projects/{project}/runs/{run}"): _READ,
+    # Its messages come from the body route, which asks for the content permission.
+    ("GET", "/projects/{project}/runs/{run}/trajectory"): _READ,
     # Owners and editors: editors manage share links there; the page asks the API for the
     # rest (visibility and members answer owners only) and shows what it is given.
     ("GET", "/projects/{project}/access"): Rule("share-run"),

@@ -178,8 +178,17 @@ def access_page(project: str) -> Response:
 
 @router.get("/projects/{project}/runs/{run}")
 def run_page(project: str, run: str) -> Response:
-    """One run: every metric charted, live; Validation, Events and Logs tabs
-    (``?tab=validation&round=…&status=…&trial=…``); ``?metric=…&smooth=…&x=…&log=1``."""
+    """One run: every metric charted, live; Validation, Training rollouts, Events and Logs
+    tabs (``?tab=validation&round=…&status=…&trial=…``, ``?tab=rollouts&category=…&step=…``);
+    ``?metric=…&smooth=…&x=…&log=1``."""
+    return _page()
+
+
+@router.get("/projects/{project}/runs/{run}/trajectory")
+def trajectory_page(project: str, run: str) -> Response:
+    """One execution's trajectory, its text's state and its messages a page at a time: a
+    trial attempt (``?attempt=&round_id=&trial_id=&trial_attempt=``) or a training rollout
+    (``?attempt=&step=&trajectory_id=``); ``&offset=`` names the page."""
     return _page()
 
 

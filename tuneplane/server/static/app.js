@@ -9,12 +9,14 @@ import { projectsPage } from "./pages/projects.js";
 import { reportsPage } from "./pages/reports.js";
 import { comparePage, runPage } from "./pages/run.js";
 import { runsPage } from "./pages/runs.js";
+import { trajectoryPage } from "./pages/trajectory.js";
 
 const ROUTES = [
   [/^\/$/, () => projectsPage()],
   [/^\/projects\/([^/]+)\/?$/, (project) => runsPage(project)],
   [/^\/projects\/([^/]+)\/access\/?$/, (project) => accessPage(project)],
   [/^\/projects\/([^/]+)\/runs\/([^/]+)\/?$/, (project, run) => runPage(project, run)],
+  [/^\/projects\/([^/]+)\/runs\/([^/]+)\/trajectory\/?$/, (project, run) => trajectoryPage(project, run)],
   [/^\/compare\/?$/, () => comparePage()],
   [/^\/reports\/?$/, () => reportsPage()],
   [/^\/matched\/?$/, () => matchedPage()],

@@ -2,7 +2,8 @@
 // the server (…/evaluation/{round}/trials, by trial id), filtered by status, and a trial's
 // retry history (…/trials/{trial}, up to 100 attempts shown of however many). Every read
 // names the round's execution attempt. Refreshed when outcomes arrive, so a retry that
-// lands moves its trial from one filter to another.
+// lands moves its trial from one filter to another. Each attempt of the history links to
+// its trajectory, saying what became of its text (the trajectory index, one request).
 
 import * as api from "./api.js";
 import { debug } from "../lib/debug.js";
@@ -10,6 +11,8 @@ import { h } from "../lib/dom.js";
 import { fmtInt, fmtNum, fmtTime } from "../lib/format.js";
 import { replaceParams } from "../lib/url.js";
 import { STATUS_MANY, STATUSES, statusBadge } from "./figures.js";
+import { index as trajectoryIndex, pageHref } from "../trajectories/api.js";
+import { textNotes } from "../trajectories/text.js";
 
 export const PAGE_SIZE = 50;
 
@@ -200,11 +203,40 @@ export class TrialInspector {
     return this.loadHistory();
   }
 
+  /** trial_attempt -> index row of the trial's trajectories; null when the index failed. */
+  async trajectories(trial) {
+    try {
+      const filters = { scope: "evaluation", attempt: this.attempt, round_id: this.round.round_id, trial_id: trial, limit: 100 };
+      const answer = await trajectoryIndex(this.ref.project, this.ref.run, filters);
+      return new Map(answer.items.map((row) => [row.trial_attempt, row]));
+    } catch {
+      return null;
+    }
+  }
+
+  /** The attempt's trajectory page, named by what became of its text. */
+  trajectoryLink(trial, a, texts) {
+    const row = texts?.get(a.trial_attempt) ?? null;
+    const named = { attempt: a.execution_attempt, round_id: this.round.round_id, trial_id: trial, trial_attempt: a.trial_attempt };
+    const state = texts == null ? null : row?.body.state === "stored" ? "stored" : textNotes(row)[0];
+    const text = state == null ? "trajectory" : state === "stored" ? "messages" : state.short;
+    return h("a", {
+      class: `trajectory-link-cell ${state?.kind ?? state ?? ""}`,
+      href: pageHref(this.ref.project, this.ref.run, named),
+      "aria-label": `trajectory of trial attempt ${a.trial_attempt}: ${text}`,
+      text,
+    });
+  }
+
   async loadHistory() {
     const trial = this.trial;
     let answer;
+    let texts;
     try {
-      answer = await api.trialHistory(this.ref.project, this.ref.run, this.round.round_id, trial, this.attempt);
+      [answer, texts] = await Promise.all([
+        api.trialHistory(this.ref.project, this.ref.run, this.round.round_id, trial, this.attempt),
+        this.trajectories(trial),
+      ]);
     } catch (error) {
       this.history.replaceChildren(
         h("p", { class: "notice", text: error.status === 404 ? `Trial “${trial}” has no reported attempt in this round.` : `Could not load the history: ${error.message}` }),
@@ -230,7 +262,7 @@ export class TrialInspector {
         h(
           "thead",
           {},
-          h("tr", {}, ["", "execution attempt", "trial attempt", "status", "eligible", "reward", "error type", "received"].map((label) => h("th", { text: label }))),
+          h("tr", {}, ["", "execution attempt", "trial attempt", "status", "eligible", "reward", "error type", "received", "trajectory"].map((label) => h("th", { text: label }))),
         ),
         h(
           "tbody",
@@ -247,6 +279,7 @@ export class TrialInspector {
               h("td", { class: "num", text: fmtNum(a.reward) }),
               h("td", { class: "error-type", text: a.error_type ?? "—" }),
               h("td", { text: fmtTime(a.received_at) }),
+              h("td", {}, this.trajectoryLink(trial, a, texts)),
             ),
           ),
         ),

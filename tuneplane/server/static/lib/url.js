@@ -1,13 +1,14 @@
 // The view lives in the address, so a shared link reproduces it:
 //   ?x=time&smooth=0.6&log=1&metric=reward&metric=train/loss&filter=kl&zoom=1200,1850&tab=logs
 // (zoom is the dragged x range, in the units of the x axis)
-// (the Validation tab adds round=, status= and trial= of its own; they are kept as they are)
+// (the Validation tab adds round=, status= and trial= of its own, the Training rollouts tab
+// category=, step= and after=; they are kept as they are)
 // Defaults are left out, and changing the view replaces the history entry.
 
 export const X_AXES = ["step", "time", "relative"];
 export const X_LABELS = { step: "step", time: "wall time", relative: "relative time" };
 
-export const TABS = ["charts", "validation", "events", "logs"];
+export const TABS = ["charts", "validation", "rollouts", "events", "logs"];
 const DEFAULTS = { x: "step", smooth: 0, log: false, metrics: [], filter: "", zoom: null, tab: "charts" };
 
 export function readView(search = location.search) {

@@ -4,6 +4,7 @@
 // refusal (the last owner, an unknown login, a 403) is shown as the server's text.
 
 import * as api from "../lib/api.js";
+import { copyField } from "../lib/clipboard.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { fmtTime } from "../lib/format.js";
 
@@ -283,21 +284,6 @@ function shareRow(project, link, csrf, error, reload) {
   );
 }
 
-/** Copy `text`; a page on plain http has no clipboard API, so the selected field is copied. */
-async function copy(input, note) {
-  try {
-    if (navigator.clipboard && window.isSecureContext) await navigator.clipboard.writeText(input.value);
-    else {
-      input.select();
-      document.execCommand("copy");
-    }
-    note.textContent = "copied";
-  } catch {
-    input.select();
-    note.textContent = "selected: copy it with Ctrl+C";
-  }
-}
-
 /** The link just made, shown once: the server keeps only its hash. */
 function shownLink(made) {
   const value = h("input", { class: "key-value share-url", readonly: true, value: made.url, "aria-label": "share link" });
@@ -307,7 +293,7 @@ function shownLink(made) {
     { class: "key-shown share-shown" },
     h("p", { text: `A link to ${made.run}${made.expires_at ? `, until ${fmtTime(made.expires_at)}` : ", until revoked"}. Copy it now: it is shown once.` }),
     value,
-    h("button", { type: "button", text: "Copy", onclick: () => copy(value, note) }),
+    h("button", { type: "button", text: "Copy", onclick: () => copyField(value, note) }),
     " ",
     note,
   );

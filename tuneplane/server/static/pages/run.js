@@ -1,6 +1,6 @@
 // A run page (/projects/<p>/runs/<r>) and a comparison (/compare?project=<p>&runs=<a>,<b>):
 // header, chart controls, every metric charted, live; the run page also has the Validation,
-// Events and Logs tabs.
+// Training rollouts, Events and Logs tabs.
 
 import * as api from "../lib/api.js";
 import { Board } from "../charts/board.js";
@@ -11,6 +11,7 @@ import { fmtInt } from "../lib/format.js";
 import { watchRuns } from "../lib/live.js";
 import { listParam, readView, writeView } from "../lib/url.js";
 import { ValidationView } from "../evaluation/validation.js";
+import { RolloutsView } from "../trajectories/rollouts.js";
 import { EventsView } from "../events/eventsview.js";
 import { LogView } from "../logs/logview.js";
 import { sharePanel } from "./access.js";
@@ -151,6 +152,7 @@ async function chartsPage(wanted, { single }) {
   const panels = { charts: chartsPanel };
   const makers = {
     validation: () => new ValidationView(refs[0]),
+    rollouts: () => new RolloutsView(refs[0]),
     events: () => new EventsView(refs[0]),
     // What the caller may do, as the first answer said (live updates do not carry it).
     logs: () => new LogView(refs[0], found[0].you),
@@ -175,6 +177,7 @@ async function chartsPage(wanted, { single }) {
       ...[
         ["charts", "Charts"],
         ["validation", "Validation"],
+        ["rollouts", "Training rollouts"],
         ["events", "Events"],
         ["logs", "Logs"],
       ].map(([tab, label]) =>
@@ -210,15 +213,19 @@ async function chartsPage(wanted, { single }) {
       if (before?.alert_count !== run.alert_count && !board.metricNames().length) {
         noMetrics.replaceChildren(...emptyCharts(refs, runs, [], []));
       }
+      const refreshTab = (tab) => {
+        if (!views[tab]) return;
+        if (panels[tab].hidden) stale.add(tab);
+        else views[tab].refresh();
+      };
       // Events and outcomes move only last_observation_id: the tabs that show them fetch.
-      if (before?.last_observation_id !== run.last_observation_id) {
+      const observed = before?.last_observation_id !== run.last_observation_id;
+      if (observed) {
         debug.lastObservationId = run.last_observation_id;
-        for (const tab of ["validation", "events"]) {
-          if (!views[tab]) continue;
-          if (panels[tab].hidden) stale.add(tab);
-          else views[tab].refresh();
-        }
+        for (const tab of ["validation", "events"]) refreshTab(tab);
       }
+      // Rollouts move neither: they come with a training step's points or events.
+      if (observed || before?.updated_at !== run.updated_at) refreshTab("rollouts");
       // A stream's first event is the run as it is now: nothing to fetch if it is unchanged.
       if (before && sameRun(before, run)) return;
       changedHeads.add(ref);
