@@ -22,6 +22,8 @@ SECONDS = "must be a finite number of seconds from 0 to 3600"
 BODY_SECONDS = "must be a finite number of seconds greater than 0 and at most 3600"
 PORTS = "must be a whole number from 1 to 65535"
 POINTS = "must be a whole number of points from 1 to 10000000"
+TRIALS = "must be a whole number of trials from 0 to 1000000"
+ROLLOUTS = "must be a whole number of rollouts from 0 to 32"
 URLS = "must be an http:// or https:// URL such as http://host:8000"
 HOSTS = "must be a host name or an IP address such as 0.0.0.0"
 DATABASES = "must be sqlite:///PATH or postgresql://user@host/db"
@@ -95,8 +97,7 @@ SERVE_CASES = [
         (
             "TUNEPLANE_BLOB_URL",
             raw,
-            f"TUNEPLANE_BLOB_URL={raw!r}: must be s3://bucket/prefix or an absolute directory "
-            "path",
+            f"TUNEPLANE_BLOB_URL={raw!r}: must be s3://bucket/prefix or an absolute directory path",
         )
         for raw in ("s3://", "relative/dir", "s3://UPPER/case")
     ],
@@ -289,6 +290,22 @@ RUN_CASES = [
         ("TUNEPLANE_QUEUE_MAX_POINTS", raw, f"TUNEPLANE_QUEUE_MAX_POINTS={raw!r}: {POINTS}")
         for raw in ("0", "-1", "thirty")
     ],
+    *[
+        (
+            "TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES",
+            raw,
+            f"TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES={raw!r}: {TRIALS}",
+        )
+        for raw in ("-1", "all", "1000001", "1.5")
+    ],
+    *[
+        (
+            "TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES",
+            raw,
+            f"TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES={raw!r}: {ROLLOUTS}",
+        )
+        for raw in ("-1", "33", "many")
+    ],
 ]
 
 
@@ -343,7 +360,10 @@ TRAINING = """
 import tuneplane
 for step in range(100):
     tuneplane.report({"loss": 1.0 / (step + 1)}, step=step)
-print(tuneplane.event("note", {"x": 1}), "trained", flush=True)
+rollout = [{"role": "user", "content": "hi"}]
+print(tuneplane.event("note", {"x": 1}), flush=True)
+print(tuneplane.trajectory(scope="training", step=1, trajectory_id="r", messages=rollout))
+print("trained", flush=True)
 """
 
 SDK_CASES = [
@@ -369,6 +389,16 @@ SDK_CASES = [
     ],
     ("TUNEPLANE_FLUSH_TIMEOUT", "nan", f"TUNEPLANE_FLUSH_TIMEOUT='nan': {SECONDS}"),
     ("TUNEPLANE_QUEUE_MAX_POINTS", "thirty", f"TUNEPLANE_QUEUE_MAX_POINTS='thirty': {POINTS}"),
+    (
+        "TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES",
+        "-5",
+        f"TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES='-5': {TRIALS}",
+    ),
+    (
+        "TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES",
+        "64",
+        f"TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES='64': {ROLLOUTS}",
+    ),
 ]
 
 
@@ -391,7 +421,7 @@ def test_the_sdk_says_so_once_and_training_goes_on(
     )
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines() == [f"tuneplane: {line}{NOT_REPORTED}"]
-    assert done.stdout == "False trained\n"
+    assert done.stdout == "False\nFalse\ntrained\n"
     assert done.returncode == 0
     assert "tpk_a-user-key" not in done.stderr
 

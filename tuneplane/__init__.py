@@ -3,7 +3,8 @@
 Training code starts a run with :func:`init` and reports with :func:`log`, :func:`alert` and
 :func:`finish` (the calls of W&B and Trackio); under ``tuneplane run``, :func:`report` and
 the observation events (:func:`event`, :func:`distribution` and their kin) need no
-``init()``::
+``init()``. :func:`trajectory` reports the messages of an evaluation trial or a training
+rollout (:func:`truncate_messages` cuts a long one, saying so)::
 
     import tuneplane
 
@@ -33,7 +34,8 @@ from tuneplane.client.errors import (
 from tuneplane.client.events import histogram
 from tuneplane.client.health import Health
 from tuneplane.client.reporter import Reporter
-from tuneplane.client.session import Run, alert, finish, init, log
+from tuneplane.client.session import Run, alert, finish, init, log, trajectory
+from tuneplane.client.trajectories import truncate_messages
 
 __all__ = [
     "DeliveryFailed",
@@ -55,5 +57,7 @@ __all__ = [
     "init",
     "log",
     "report",
+    "trajectory",
     "trial_result",
+    "truncate_messages",
 ]

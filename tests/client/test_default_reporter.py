@@ -60,7 +60,9 @@ def test_public_surface_is_pinned() -> None:
         "init",
         "log",
         "report",
+        "trajectory",
         "trial_result",
+        "truncate_messages",
     ]
     for name in tuneplane.__all__:
         assert getattr(tuneplane, name) is not None
@@ -173,6 +175,8 @@ def test_every_environment_variable_the_client_reads_is_documented() -> None:
         environment.API_KEY,
         settings.FLUSH_TIMEOUT_VARIABLE,
         settings.QUEUE_MAX_POINTS_VARIABLE,
+        settings.VAL_UPLOAD_SAMPLES_VARIABLE,
+        settings.ROLLOUT_UPLOAD_SAMPLES_VARIABLE,
         *datadir.DATA_DIR_VARIABLES,
     }
     # Nothing in the client names a variable that is not among them.

@@ -226,6 +226,12 @@ def test_heartbeats_carry_the_counters(server: tuple[str, Recorder]) -> None:
         "events_dropped": 0,
         "events_queue_size": 0,
         "events_queue_capacity": 128,
+        "trajectories_queued": 0,
+        "trajectories_sent": 0,
+        "trajectories_dropped": 0,
+        "trajectories_queue_size": 0,
+        "trajectories_queue_capacity": 256,
+        "trajectories_not_uploaded": 0,
         "interval": 0.1,
     }
     assert all(set(beat.body) == set(beats[-1].body) for beat in beats)

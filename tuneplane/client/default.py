@@ -88,11 +88,16 @@ def report(metrics: Mapping[str, float], step: int | None = None) -> None:
     reporter.report(metrics, step)
 
 
-def _of_default(method: Callable[Concatenate[Reporter, P], bool]) -> Callable[P, bool]:
-    """``method`` of the process-wide reporter; False when there is none."""
+def routed(
+    method: Callable[Concatenate[Reporter, P], bool],
+    find: Callable[[], Reporter | None],
+    whose: str = "the process-wide reporter",
+) -> Callable[P, bool]:
+    """``method`` of the reporter ``find()`` answers (``whose``, for the docstring); False
+    when there is none."""
 
     def call(*args: P.args, **kwargs: P.kwargs) -> bool:
-        reporter = _reporter if _reporter is not None else _build()
+        reporter = find()
         return False if reporter is None else method(reporter, *args, **kwargs)
 
     call.__name__ = call.__qualname__ = method.__name__
@@ -101,10 +106,14 @@ def _of_default(method: Callable[Concatenate[Reporter, P], bool]) -> Callable[P,
         parameters=list(signature.parameters.values())[1:]
     )
     call.__doc__ = (
-        f"``Reporter.{method.__name__}`` of the process-wide reporter (False without one).\n\n"
-        f"{method.__doc__ or ''}"
+        f"``Reporter.{method.__name__}`` of {whose} (False without one).\n\n{method.__doc__ or ''}"
     )
     return call
+
+
+def _of_default(method: Callable[Concatenate[Reporter, P], bool]) -> Callable[P, bool]:
+    """``method`` of the process-wide reporter; False when there is none."""
+    return routed(method, default_reporter)
 
 
 # The observation events of this training process: each answers True when the event was

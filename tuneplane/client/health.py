@@ -19,7 +19,11 @@ class Health:
     waiting now, including a batch being sent; ``failed_sends`` counts failed HTTP attempts
     (each retry counts, events' included). ``dropped_by_reason`` says why points were lost.
     The ``events_*`` counters say the same of observation events (``event()``,
-    ``distribution()``, ...); an event the server already had counts as sent.
+    ``distribution()``, ...); an event the server already had counts as sent. The
+    ``trajectories_*`` counters say it of trajectory documents (``trajectory()``), where
+    ``trajectories_not_uploaded`` counts those the retention caps left out on purpose
+    (neither sent nor dropped); a document the server already had, or indexed without its
+    text, counts as sent.
     """
 
     queued: int = 0
@@ -36,6 +40,13 @@ class Health:
     events_queue_size: int = 0
     events_queue_capacity: int = 0
     events_dropped_by_reason: Mapping[str, int] = field(default_factory=dict)
+    trajectories_queued: int = 0
+    trajectories_sent: int = 0
+    trajectories_dropped: int = 0
+    trajectories_queue_size: int = 0
+    trajectories_queue_capacity: int = 0
+    trajectories_not_uploaded: int = 0
+    trajectories_dropped_by_reason: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def offered(self) -> int:
@@ -56,14 +67,22 @@ class Health:
             "events_dropped": self.events_dropped,
             "events_queue_size": self.events_queue_size,
             "events_queue_capacity": self.events_queue_capacity,
+            "trajectories_queued": self.trajectories_queued,
+            "trajectories_sent": self.trajectories_sent,
+            "trajectories_dropped": self.trajectories_dropped,
+            "trajectories_queue_size": self.trajectories_queue_size,
+            "trajectories_queue_capacity": self.trajectories_queue_capacity,
+            "trajectories_not_uploaded": self.trajectories_not_uploaded,
             "interval": interval,
         }
 
     def loss_summary(self) -> str | None:
-        """One line for stderr for points and one for events when any were lost, else
-        None::
+        """One line for stderr for each of points, events and trajectories when any were
+        lost, else None::
 
         tuneplane: 0 of 2000 points delivered (2000 dropped: server unreachable)
+        tuneplane: 3 of 5 trajectories delivered (2 dropped: queue full; 40 more left out
+        by the retention caps)
         """
         lines = [
             _summary("points", self.sent, self.dropped, self.queue_size, self.dropped_by_reason),
@@ -74,13 +93,26 @@ class Health:
                 self.events_queue_size,
                 self.events_dropped_by_reason,
             ),
+            _summary(
+                "trajectories",
+                self.trajectories_sent,
+                self.trajectories_dropped,
+                self.trajectories_queue_size,
+                self.trajectories_dropped_by_reason,
+                self.trajectories_not_uploaded,
+            ),
         ]
         found = [line for line in lines if line is not None]
         return "\n".join(found) if found else None
 
 
 def _summary(
-    noun: str, sent: int, dropped: int, queue_size: int, dropped_by_reason: Mapping[str, int]
+    noun: str,
+    sent: int,
+    dropped: int,
+    queue_size: int,
+    dropped_by_reason: Mapping[str, int],
+    left_out: int = 0,
 ) -> str | None:
     lost = dropped + queue_size
     if not lost:
@@ -93,7 +125,9 @@ def _summary(
     else:
         why = ", ".join(f"{count} {reason}" for reason, count in _largest_first(reasons))
     offered = sent + dropped + queue_size
-    return f"tuneplane: {sent} of {offered} {noun} delivered ({lost} dropped: {why})"
+    # Left out on purpose is no loss, but the count says why fewer arrived than were given.
+    more = f"; {left_out} more left out by the retention caps" if left_out else ""
+    return f"tuneplane: {sent} of {offered} {noun} delivered ({lost} dropped: {why}{more})"
 
 
 def _largest_first(reasons: Mapping[str, int]) -> list[tuple[str, int]]:

@@ -12,7 +12,8 @@ the background.
 ``report()`` never raises and never waits: it copies the metrics into a bounded queue that
 one background thread drains. ``event()``, ``distribution()`` and their kin do the same with
 observation events, on a queue of their own (128 events), and answer whether the event was
-queued. What could not be delivered is counted (``health()``) and, at interpreter exit,
+queued; ``trajectory()`` does it with trajectory documents (a queue of 256 documents or
+64 MiB). What could not be delivered is counted (``health()``) and, at interpreter exit,
 summed up on stderr. Strict calls (``status()``, ``observations()``) are the opposite:
 synchronous, retried, and raising :class:`DeliveryFailed` when they fail.
 """
@@ -40,6 +41,8 @@ from tuneplane.client.pipeline import Pipeline
 from tuneplane.client.queue import EventQueue, PointQueue
 from tuneplane.client.sender import ALERT_TYPE, OBSERVATIONS_PATH, Sender
 from tuneplane.client.settings import FLUSH_TIMEOUT_DEFAULT, job_settings
+from tuneplane.client.trajectories import EvaluationCaps, Refused, prepare_trajectory
+from tuneplane.client.trajectory_queue import RolloutBuffer, TrajectoryQueue
 from tuneplane.client.transport import OUT_OF_TIME, Outcome, RetryPolicy, Transport
 from tuneplane.contract.arena import AlertLevel, parse_alerts
 from tuneplane.contract.ids import id_problem
@@ -47,11 +50,15 @@ from tuneplane.contract.limits import (
     HEARTBEAT_INTERVAL_SECONDS,
     OBSERVATION_BATCH_MAX,
     OBSERVATION_QUEUE_MAX,
+    ROLLOUT_SAMPLES_PER_STEP,
     SCALAR_BATCH_MAX_POINTS,
     SCALAR_QUEUE_MAX_POINTS,
+    TRAJECTORY_QUEUE_MAX,
+    TRAJECTORY_QUEUE_MAX_BYTES,
 )
 from tuneplane.contract.observations import TrialStatus
 from tuneplane.contract.protocol import RUN_STATUSES, RunStatus
+from tuneplane.contract.trajectories import CapturePolicy, Diagnostic, Scope
 
 #: How often the sender wakes without being asked to.
 FLUSH_INTERVAL_DEFAULT: Final = 0.5
@@ -95,7 +102,9 @@ class Reporter:
     ``httpx.Client`` (tests and custom networking). The sender thread starts with the first
     ``report()`` or queued event, or with :meth:`start`; until then the reporter sends
     nothing, heartbeats included. ``next_step`` is the step of the first ``report()``
-    without one (a resumed run's continue after its last step).
+    without one (a resumed run's continue after its last step). ``val_upload_samples``
+    and ``rollout_upload_samples`` are the trajectory text caps
+    (``TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES``, ``TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES``).
     """
 
     def __init__(
@@ -107,6 +116,10 @@ class Reporter:
         attempt: int | None = None,
         queue_capacity: int = SCALAR_QUEUE_MAX_POINTS,
         event_queue_capacity: int = OBSERVATION_QUEUE_MAX,
+        trajectory_queue_capacity: int = TRAJECTORY_QUEUE_MAX,
+        trajectory_queue_bytes: int = TRAJECTORY_QUEUE_MAX_BYTES,
+        val_upload_samples: int | None = None,
+        rollout_upload_samples: int = ROLLOUT_SAMPLES_PER_STEP,
         batch_points: int = SCALAR_BATCH_MAX_POINTS,
         flush_interval: float = FLUSH_INTERVAL_DEFAULT,
         heartbeat_interval: float = HEARTBEAT_INTERVAL_SECONDS,
@@ -120,11 +133,20 @@ class Reporter:
         self.project, self.run = parse_run_id(run_id)
         if not 1 <= batch_points <= SCALAR_BATCH_MAX_POINTS:
             raise ValueError(f"batch_points must be 1..{SCALAR_BATCH_MAX_POINTS}")
+        if not 0 <= rollout_upload_samples <= ROLLOUT_SAMPLES_PER_STEP:
+            raise ValueError(f"rollout_upload_samples must be 0..{ROLLOUT_SAMPLES_PER_STEP}")
+        if val_upload_samples is not None and val_upload_samples < 0:
+            raise ValueError("val_upload_samples must be a nonnegative number of trials")
         self.endpoint = endpoint.rstrip("/")
         self.attempt = attempt
         self._wake = threading.Event()
         self._queue = PointQueue(queue_capacity, batch_points, self._wake, next_step)
         self._events = EventQueue(event_queue_capacity, OBSERVATION_BATCH_MAX, self._wake)
+        self._trajectories = TrajectoryQueue(
+            trajectory_queue_capacity, trajectory_queue_bytes, self._wake
+        )
+        self._caps = EvaluationCaps(val_upload_samples)
+        self._rollout_cap = rollout_upload_samples
         self._ids = EventIds(attempt)
         self._transport = Transport(self.endpoint, token, timeout=timeout, transport=transport)
         # Scalar batches overlap with their building where the server is reached directly.
@@ -142,22 +164,25 @@ class Reporter:
         self._closed = False
         self._logged_inputs: set[type[BaseException]] = set()
         self._logged_events: set[str] = set()
+        self._logged_trajectories: set[str] = set()
         _reporters.add(self)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **options: object) -> Reporter:
         """The reporter ``tuneplane run`` set up for this process, from
         ``TUNEPLANE_JOB_ENDPOINT``, ``TUNEPLANE_JOB_RUN_ID`` and ``TUNEPLANE_JOB_TOKEN``
-        (``TUNEPLANE_JOB_ATTEMPT``, ``TUNEPLANE_QUEUE_MAX_POINTS`` and
-        ``TUNEPLANE_FLUSH_TIMEOUT`` are read too). Raises :class:`NotConfigured` when they
-        are missing or one breaks its rule (the message names each). Keyword ``options``
-        are passed to the constructor and win.
+        (``TUNEPLANE_JOB_ATTEMPT``, ``TUNEPLANE_QUEUE_MAX_POINTS``,
+        ``TUNEPLANE_FLUSH_TIMEOUT`` and the trajectory upload caps are read too). Raises
+        :class:`NotConfigured` when they are missing or one breaks its rule (the message
+        names each). Keyword ``options`` are passed to the constructor and win.
         """
         job = job_settings(os.environ if environ is None else environ)
         settings: dict[str, object] = {
             "attempt": job.attempt,
             "exit_timeout": job.exit_timeout,
             "queue_capacity": job.queue_capacity,
+            "val_upload_samples": job.val_upload_samples,
+            "rollout_upload_samples": job.rollout_upload_samples,
             **options,
         }
         return cls(job.endpoint, job.run_id, job.token, **settings)  # type: ignore[arg-type]
@@ -231,7 +256,9 @@ class Reporter:
             sender = Sender(
                 self._queue,
                 self._events,
+                self._trajectories,
                 self._transport,
+                rollouts=RolloutBuffer(self._rollout_cap),
                 pipeline=self._pipeline,
                 wake=self._wake,
                 batch_points=self._batch_points,
@@ -244,7 +271,7 @@ class Reporter:
             except RuntimeError as exc:  # e.g. "can't create new thread at interpreter shutdown"
                 logger.warning("tuneplane: metrics and events are not reported: %s", exc)
                 self._closed = True
-                for ledger in (self._queue, self._events):
+                for ledger in (self._queue, self._events, self._trajectories):
                     ledger.close()
                     ledger.drain_as_dropped(NO_SENDER)
                 return
@@ -357,7 +384,9 @@ class Reporter:
         """Queue the declaration of round ``round_id``: ``expected`` trials, and the
         lowercase hex SHA-256 digests of the dataset manifest, cohort, verifier and
         settings where known. The first declaration of a round wins; a changed population
-        needs a new round ID. True when queued."""
+        needs a new round ID. True when queued. With ``TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES``
+        set, the declaration carries it as the round's ``text_samples``, and this
+        reporter's ``trajectory()`` uploads the text of about that many of its trials."""
         digests = {
             name: digest
             for name, digest in (
@@ -369,7 +398,7 @@ class Reporter:
             if digest is not None
         }
         task = {"name": task_name, "version": task_version}
-        return self.observe(
+        queued = self.observe(
             {
                 "type": "population",
                 "event_id": event_id,
@@ -377,8 +406,12 @@ class Reporter:
                 "expected": expected,
                 "digests": digests,
                 "task": {k: v for k, v in task.items() if v is not None} or None,
+                "text_samples": self._caps.override,
             }
         )
+        if queued:
+            self._caps.declared(round_id, expected)
+        return queued
 
     def observe(self, event: Mapping[str, object]) -> bool:
         """Queue one observation event in its wire form (see docs/evaluation.md); an
@@ -438,6 +471,94 @@ class Reporter:
             logger.warning("tuneplane: an observation event was refused: %s", exc)
         return False
 
+    # -- trajectories: queued, answering whether they were -------------------------------
+
+    def trajectory(
+        self,
+        *,
+        scope: Scope,
+        messages: Sequence[Mapping[str, Any]],
+        total_messages: int | None = None,
+        complete: bool | None = None,
+        capture_policy: CapturePolicy = "all",
+        round_id: str | None = None,
+        trial_id: str | None = None,
+        trial_attempt: int | None = None,
+        step: int | None = None,
+        trajectory_id: str | None = None,
+        diagnostic: Diagnostic | None = None,
+        reward: float | None = None,
+        collection_policy: str | int | None = None,
+        consumption_policy: str | int | None = None,
+    ) -> bool:
+        """Queue the messages of one evaluation trial (``scope="evaluation"``: ``round_id``,
+        ``trial_id``, ``trial_attempt`` 0 unless given) or one training rollout
+        (``scope="training"``: ``step``, ``trajectory_id``, and optionally ``diagnostic``
+        ``failure``/``anomaly``/``low_reward``/``representative``, ``reward``, the
+        ``collection_policy`` and ``consumption_policy`` versions). Each message is a
+        mapping with ``role`` and ``content`` (see docs/sdk.md); they are copied now.
+
+        ``total_messages`` defaults to ``len(messages)`` and ``complete`` to whether they
+        are equal. A conversation over 1,024 messages or 1 MiB is refused: cut it with
+        :func:`tuneplane.truncate_messages`, which declares the truncation. A NaN or
+        infinite ``reward`` is sent as no reward, marked invalid.
+
+        True when accepted: queued, or left out on purpose by a retention cap (counted in
+        ``health().trajectories_not_uploaded``). False, counted, when refused (logged once
+        per rule), the queue is full or the reporter is closed. Never raises, never blocks.
+
+        >>> reporter.trajectory(scope="training", step=120, trajectory_id="r3",
+        ...                     diagnostic="low_reward", reward=0.05, messages=messages)
+        True
+        """
+        fields = {
+            "total_messages": total_messages,
+            "complete": complete,
+            "capture_policy": capture_policy,
+            "round_id": round_id,
+            "trial_id": trial_id,
+            "trial_attempt": trial_attempt,
+            "step": step,
+            "trajectory_id": trajectory_id,
+            "diagnostic": diagnostic,
+            "reward": reward,
+            "collection_policy": collection_policy,
+            "consumption_policy": consumption_policy,
+        }
+        try:
+            prepared = prepare_trajectory(scope, messages, fields)
+        except Refused as exc:
+            return self._refuse_trajectory(exc.rule, str(exc))
+        except Exception as exc:  # a bug of ours, or input beyond reading: never raised
+            return self._refuse_trajectory(type(exc).__name__, f"{type(exc).__name__}: {exc}")
+        if not self._caps.uploads(prepared):
+            self._trajectories.count_left_out()
+            return True
+        dropped = self._trajectories.put(prepared)
+        if dropped is not None:
+            self._log_trajectory_once(
+                dropped,
+                f"a trajectory's text was dropped ({dropped}: at most "
+                f"{self._trajectories.capacity} documents or "
+                f"{self._trajectories.capacity_bytes // 2**20} MiB wait to be sent); every "
+                "drop is counted in health()",
+            )
+            return False
+        if self._sender is None:
+            self._start()
+        return True
+
+    def _refuse_trajectory(self, rule: str, message: str) -> bool:
+        self._trajectories.refuse(BAD_INPUT)
+        self._log_trajectory_once(rule, f"a trajectory was refused: {message}")
+        return False
+
+    def _log_trajectory_once(self, key: str, message: str) -> None:
+        # Some rules name a number; past a few dozen kinds the counters say the rest.
+        if key not in self._logged_trajectories and len(self._logged_trajectories) < 64:
+            self._logged_trajectories.add(key)
+            logger.warning("tuneplane: %s", message)
+
     # -- observation events: strict --------------------------------------------------------
 
     def observations(
@@ -480,16 +601,20 @@ class Reporter:
     # -- delivery ------------------------------------------------------------------------
 
     def health(self) -> Health:
-        """Delivery counters now (points and events queued, sent, dropped, ...)."""
-        return self._events.add_to(self._queue.health())
+        """Delivery counters now (points, events and trajectories queued, sent, dropped,
+        ...)."""
+        return self._trajectories.add_to(self._events.add_to(self._queue.health()))
 
     def flush(self, timeout: float = FLUSH_TIMEOUT_DEFAULT) -> bool:
-        """Wait up to ``timeout`` seconds until every point and event reported so far was
-        sent or dropped; True when that happened in time."""
+        """Wait up to ``timeout`` seconds until every point, event and trajectory reported
+        so far was sent, dropped or left out (training rollouts waiting for their step's
+        sample are chosen now); True when that happened in time."""
+        ledgers = (self._queue, self._events, self._trajectories)
         if self._sender is None:
-            return self._queue.pending == 0 and self._events.pending == 0
+            return all(ledger.pending == 0 for ledger in ledgers)
         deadline = time.monotonic() + timeout
-        marks = [(ledger, ledger.mark()) for ledger in (self._queue, self._events)]
+        marks = [(ledger, ledger.mark()) for ledger in ledgers]
+        self._trajectories.want_flush()
         self._wake.set()
         return all(ledger.wait_settled(mark, deadline - time.monotonic()) for ledger, mark in marks)
 
@@ -501,16 +626,16 @@ class Reporter:
                 return self.health()
             self._closed = True
         atexit.unregister(self._close_at_exit)
-        self._queue.close()
-        self._events.close()
+        for ledger in (self._queue, self._events, self._trajectories):
+            ledger.close()
         sender = self._sender
         if sender is not None:
             sender.stop(time.monotonic() + timeout)
             # The sender bounds each request by the deadline; the grace covers the rest.
             sender.join(timeout + 1.0)
             if sender.is_alive():
-                self._queue.drain_as_dropped(OUT_OF_TIME, abandon=True)
-                self._events.drain_as_dropped(OUT_OF_TIME, abandon=True)
+                for ledger in (self._queue, self._events, self._trajectories):
+                    ledger.drain_as_dropped(OUT_OF_TIME, abandon=True)
                 return self.health()
         self._transport.close()
         if self._pipeline is not None:
@@ -581,6 +706,10 @@ class Reporter:
         self._queue.close()
         self._events = EventQueue(self._events.capacity, OBSERVATION_BATCH_MAX, self._wake)
         self._events.close()
+        self._trajectories = TrajectoryQueue(
+            self._trajectories.capacity, self._trajectories.capacity_bytes, self._wake
+        )
+        self._trajectories.close()
         self._ids = EventIds(self.attempt)
         self._start_lock = threading.Lock()
         self._closed = True

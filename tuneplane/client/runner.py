@@ -36,7 +36,7 @@ import httpx
 from tuneplane.client.errors import DeliveryFailed
 from tuneplane.client.logs import LineSplitter, LogShipper
 from tuneplane.client.reporter import Reporter
-from tuneplane.client.settings import FLUSH_TIMEOUT, FLUSH_TIMEOUT_DEFAULT, QUEUE_MAX_POINTS
+from tuneplane.client.settings import COMMAND_SETTINGS, FLUSH_TIMEOUT, FLUSH_TIMEOUT_DEFAULT
 from tuneplane.client.transport import Outcome, RetryPolicy, Transport
 from tuneplane.contract import environment
 from tuneplane.contract.datadir import resolve_data_dir
@@ -117,8 +117,9 @@ class RunnerOptions:
             server = reader.read(environment.URL_SETTING)
         key = reader.get(environment.API_KEY_SETTING)
         timeout = reader.read(FLUSH_TIMEOUT)
-        # The command's SDK reads it: refuse it now rather than once training has started.
-        reader.get(QUEUE_MAX_POINTS)
+        # The command's SDK reads them: refuse them now rather than once training started.
+        for setting in COMMAND_SETTINGS:
+            reader.get(setting)
         reader.done()
         return cls(
             project=project,

@@ -3,7 +3,8 @@
 One thread per reporter. It wakes every ``flush_interval`` seconds, or sooner when a full
 batch waits, takes everything queued, and sends it in batches of at most
 ``SCALAR_BATCH_MAX_POINTS`` points, then the queued observation events in batches of at
-most ``OBSERVATION_BATCH_MAX`` (checked when they were queued). A batch is retried on
+most ``OBSERVATION_BATCH_MAX`` (checked when they were queued), then trajectories (training
+rollouts wait in a per-step buffer until their step's sample is chosen). A batch is retried on
 transport errors and 5xx with bounded exponential backoff, then dropped and counted; a 4xx
 drops it at once. Each kind of loss is logged once (logger ``tuneplane``), never raised:
 training must not stop for metrics. Once the server answers that a newer execution attempt
@@ -22,6 +23,12 @@ from typing import Final
 from tuneplane.client.batches import Batch, BatchBuilder
 from tuneplane.client.pipeline import Pipeline
 from tuneplane.client.queue import EventQueue, Ledger, PointQueue, Taken
+from tuneplane.client.trajectory_queue import (
+    RolloutBuffer,
+    TrajectoryQueue,
+    request_body,
+    requests,
+)
 from tuneplane.client.transport import NO_RETRY, OUT_OF_TIME, RetryPolicy, Transport
 from tuneplane.contract.limits import OBSERVATION_BATCH_MAX
 
@@ -29,10 +36,12 @@ SCALARS_PATH: Final = "/api/v1/ingest/scalars"
 OBSERVATIONS_PATH: Final = "/api/v1/ingest/observations"
 HEARTBEAT_PATH: Final = "/api/v1/ingest/heartbeat"
 ALERTS_PATH: Final = "/api/v1/ingest/alerts"
+TRAJECTORIES_PATH: Final = "/api/v1/ingest/trajectories"
 #: Alerts travel on the observation queue, marked so, and are sent to their own route.
 ALERT_TYPE: Final = "alert"
 POINTS_LOST: Final = "metric points dropped"
 EVENTS_LOST: Final = "observation events dropped"
+TRAJECTORIES_LOST: Final = "trajectories dropped"
 #: Dropped when the sender itself broke: a bug, reported rather than hidden.
 INTERNAL_ERROR: Final = "internal error"
 #: Points validated between two short sleeps. The sender is pure Python: without a pause,
@@ -48,8 +57,10 @@ class Sender(threading.Thread):
         self,
         queue: PointQueue,
         events: EventQueue,
+        trajectories: TrajectoryQueue,
         transport: Transport,
         *,
+        rollouts: RolloutBuffer,
         pipeline: Pipeline | None = None,
         wake: threading.Event,
         batch_points: int,
@@ -60,6 +71,8 @@ class Sender(threading.Thread):
         super().__init__(name="tuneplane-sender", daemon=True)
         self._queue = queue
         self._events = events
+        self._trajectories = trajectories
+        self._rollouts = rollouts
         self._transport = transport
         self._pipeline = pipeline
         self._wake = wake
@@ -103,6 +116,7 @@ class Sender(threading.Thread):
                 events = self._events.take()
                 if events:
                     self._deliver_events(events)
+                self._deliver_trajectories(stopping)
                 if stopping:
                     self._heartbeat()
                     return
@@ -112,10 +126,12 @@ class Sender(threading.Thread):
             except Exception:
                 # A bug of ours must not kill the thread and silently stop all reporting.
                 logger.exception(
-                    "tuneplane: the metrics sender failed; pending points and events dropped"
+                    "tuneplane: the metrics sender failed; pending points, events and "
+                    "trajectories dropped"
                 )
-                self._queue.drain_as_dropped(INTERNAL_ERROR)
-                self._events.drain_as_dropped(INTERNAL_ERROR)
+                for ledger in (self._queue, self._events, self._trajectories):
+                    ledger.drain_as_dropped(INTERNAL_ERROR)
+                self._rollouts = RolloutBuffer(self._rollouts.cap, self._rollouts.wait)
                 self._builder = BatchBuilder(self._batch_points)
                 self._in_flight = None
                 if self._pipeline is not None:
@@ -193,6 +209,23 @@ class Sender(threading.Thread):
                 chunk = items[start : start + OBSERVATION_BATCH_MAX]
                 self._post(self._events, path, {key: chunk}, len(chunk))
 
+    def _deliver_trajectories(self, stopping: bool) -> None:
+        """Evaluation trajectories go at once; training rollouts wait in the buffer until
+        their step is done, then its sample goes and the rest is left out (counted)."""
+        taken, flush = self._trajectories.take()
+        now = time.monotonic()
+        ready = [document for document in taken if document.scope != "training"]
+        left_out = [
+            document
+            for document in taken
+            if document.scope == "training" and not self._rollouts.add(document, now)
+        ]
+        chosen, unchosen = self._rollouts.release(now, everything=flush or stopping)
+        self._trajectories.settle_left_out(left_out + unchosen)
+        for batch in requests(ready + chosen):
+            self._post(self._trajectories, TRAJECTORIES_PATH, request_body(batch), len(batch))
+            self._trajectories.release(sum(document.size for document in batch))
+
     def _send(self, batch: Batch) -> None:
         self._post(self._queue, SCALARS_PATH, batch.body, batch.settles, batch.invalid)
 
@@ -219,16 +252,25 @@ class Sender(threading.Thread):
         dropped: Mapping[str, int] = {outcome.reason: count}
         ledger.settle(dropped=dropped)
         if not self._transport.superseded:  # the transport has said so already
-            what = EVENTS_LOST if ledger is self._events else POINTS_LOST
+            what = (
+                POINTS_LOST
+                if ledger is self._queue
+                else EVENTS_LOST
+                if ledger is self._events
+                else TRAJECTORIES_LOST
+            )
             self._log_once(outcome.reason, outcome.detail, what)
 
     def _heartbeat(self) -> None:
         deadline = self._deadline
         if deadline is not None and deadline - time.monotonic() < 0.05:
             return
-        body = self._events.add_to(self._queue.health()).heartbeat(self._heartbeat_interval)
+        health = self._trajectories.add_to(self._events.add_to(self._queue.health()))
         outcome = self._transport.post(
-            HEARTBEAT_PATH, body, retry=NO_RETRY, deadline=lambda: self._deadline
+            HEARTBEAT_PATH,
+            health.heartbeat(self._heartbeat_interval),
+            retry=NO_RETRY,
+            deadline=lambda: self._deadline,
         )
         if outcome.rejected and not self._transport.superseded:
             self._log_once("heartbeat " + outcome.reason, outcome.detail, "heartbeat refused")

@@ -46,7 +46,13 @@ from tuneplane.client.runner import (
     setup_api,
     start_attempt,
 )
-from tuneplane.client.settings import FLUSH_TIMEOUT, QUEUE_MAX_POINTS, job_settings
+from tuneplane.client.settings import (
+    FLUSH_TIMEOUT,
+    QUEUE_MAX_POINTS,
+    ROLLOUT_UPLOAD_SAMPLES,
+    VAL_UPLOAD_SAMPLES,
+    job_settings,
+)
 from tuneplane.client.transport import Transport
 from tuneplane.contract import environment
 from tuneplane.contract.arena import AlertLevel
@@ -342,6 +348,8 @@ def _attach(
         attempt=job.attempt,
         exit_timeout=job.exit_timeout,
         queue_capacity=job.queue_capacity,
+        val_upload_samples=job.val_upload_samples,
+        rollout_upload_samples=job.rollout_upload_samples,
     )
     reporter.start()
     return Run(job_project, job_run, reporter, attempt=job.attempt, ranks=ranks, suffix=suffix)
@@ -362,6 +370,8 @@ def _start(
     url = server or reader.read(environment.URL_SETTING) or environment.DEFAULT_URL
     exit_timeout = reader.read(FLUSH_TIMEOUT)
     capacity = reader.read(QUEUE_MAX_POINTS)
+    val_samples = reader.get(VAL_UPLOAD_SAMPLES)
+    rollout_samples = reader.read(ROLLOUT_UPLOAD_SAMPLES)
     reader.done()
     try:
         api = setup_api(url.rstrip("/"), api_key(data_dir, os.environ))
@@ -380,6 +390,8 @@ def _start(
         exit_timeout=exit_timeout,
         queue_capacity=capacity,
         next_step=next_step,
+        val_upload_samples=val_samples,
+        rollout_upload_samples=rollout_samples,
     )
     reporter.start()  # the sender builds its HTTP client now, off the training thread
     try:
@@ -459,6 +471,20 @@ def alert(
         return run.alert(title, text, level, step=step)
     reporter = default.default_reporter()
     return False if reporter is None else reporter.alert(title, text, level=level, step=step)
+
+
+def _reporter_of_current_run() -> Reporter | None:
+    run = _current
+    return run.reporter if run is not None else default.default_reporter()
+
+
+#: ``Reporter.trajectory`` of the run :func:`init` returned (or of ``tuneplane run``'s
+#: reporter); True when queued or left out by a retention cap. Never raises, never waits.
+trajectory = default.routed(
+    Reporter.trajectory,
+    _reporter_of_current_run,
+    "the run init() returned, else the process-wide reporter",
+)
 
 
 def finish(exit_code: int | None = None) -> None:

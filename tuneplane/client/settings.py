@@ -13,7 +13,9 @@ from tuneplane.contract.datadir import DATA_DIR, TRACKIO_DIR
 from tuneplane.contract.limits import (
     FLUSH_TIMEOUT_MAX_SECONDS,
     QUEUE_MAX_POINTS_MAX,
+    ROLLOUT_SAMPLES_PER_STEP,
     SCALAR_QUEUE_MAX_POINTS,
+    VAL_UPLOAD_SAMPLES_MAX,
 )
 from tuneplane.contract.settings import Reader, Setting, SettingError, integer, number
 
@@ -22,6 +24,10 @@ FLUSH_TIMEOUT_VARIABLE: Final = "TUNEPLANE_FLUSH_TIMEOUT"
 FLUSH_TIMEOUT_DEFAULT: Final = 10.0
 #: Points the SDK queue holds before new ones are dropped (default 100,000).
 QUEUE_MAX_POINTS_VARIABLE: Final = "TUNEPLANE_QUEUE_MAX_POINTS"
+#: Trials of an evaluation round whose trajectories are uploaded (unset: the round's rule).
+VAL_UPLOAD_SAMPLES_VARIABLE: Final = "TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES"
+#: Training rollouts per step whose trajectories are uploaded (default 32).
+ROLLOUT_UPLOAD_SAMPLES_VARIABLE: Final = "TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES"
 
 FLUSH_TIMEOUT: Final = Setting(
     FLUSH_TIMEOUT_VARIABLE,
@@ -36,15 +42,31 @@ QUEUE_MAX_POINTS: Final = Setting(
     SCALAR_QUEUE_MAX_POINTS,
     "Points the SDK queue holds before new ones are dropped.",
 )
+VAL_UPLOAD_SAMPLES: Final = Setting(
+    VAL_UPLOAD_SAMPLES_VARIABLE,
+    integer(0, VAL_UPLOAD_SAMPLES_MAX, "trials"),
+    None,
+    "Trials of an evaluation round that keep their trajectory text (0: none). Unset: every "
+    "trial of a cohort of at most 128, else 32.",
+)
+ROLLOUT_UPLOAD_SAMPLES: Final = Setting(
+    ROLLOUT_UPLOAD_SAMPLES_VARIABLE,
+    integer(0, ROLLOUT_SAMPLES_PER_STEP, "rollouts"),
+    ROLLOUT_SAMPLES_PER_STEP,
+    "Training rollouts per step that keep their trajectory text, stratified by diagnostic "
+    "category (0: none).",
+)
 
 #: Every variable the SDK (in a training process) reads.
 SDK_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     *environment.JOB_SETTINGS,
     FLUSH_TIMEOUT,
     QUEUE_MAX_POINTS,
+    VAL_UPLOAD_SAMPLES,
+    ROLLOUT_UPLOAD_SAMPLES,
 )
 
-#: Every variable ``tuneplane run`` reads (``TUNEPLANE_QUEUE_MAX_POINTS`` for its command).
+#: Every variable ``tuneplane run`` reads (the SDK's queue and upload caps for its command).
 RUNNER_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     environment.URL_SETTING,
     environment.API_KEY_SETTING,
@@ -52,6 +74,15 @@ RUNNER_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     TRACKIO_DIR,
     FLUSH_TIMEOUT,
     QUEUE_MAX_POINTS,
+    VAL_UPLOAD_SAMPLES,
+    ROLLOUT_UPLOAD_SAMPLES,
+)
+#: What ``tuneplane run`` checks for its command, whose SDK would refuse a bad value only
+#: once training had started.
+COMMAND_SETTINGS: Final[tuple[Setting[Any], ...]] = (
+    QUEUE_MAX_POINTS,
+    VAL_UPLOAD_SAMPLES,
+    ROLLOUT_UPLOAD_SAMPLES,
 )
 
 
@@ -71,6 +102,8 @@ class JobSettings:
     attempt: int | None
     exit_timeout: float
     queue_capacity: int
+    val_upload_samples: int | None = None
+    rollout_upload_samples: int = ROLLOUT_SAMPLES_PER_STEP
 
     def __repr__(self) -> str:  # the token never prints
         return f"JobSettings({self.run_id!r} at {self.endpoint!r}, attempt={self.attempt})"
@@ -92,6 +125,8 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
     attempt = reader.get(environment.JOB_ATTEMPT_SETTING)
     exit_timeout = reader.read(FLUSH_TIMEOUT)
     capacity = reader.read(QUEUE_MAX_POINTS)
+    val_samples = reader.get(VAL_UPLOAD_SAMPLES)
+    rollout_samples = reader.read(ROLLOUT_UPLOAD_SAMPLES)
     try:
         reader.done()
     except SettingError as exc:
@@ -100,4 +135,6 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
     assert endpoint is not None
     assert run_id is not None
     assert token is not None
-    return JobSettings(endpoint, run_id, token, attempt, exit_timeout, capacity)
+    return JobSettings(
+        endpoint, run_id, token, attempt, exit_timeout, capacity, val_samples, rollout_samples
+    )

@@ -46,6 +46,16 @@ EVENT_HEALTH_COUNTERS: Final = (
     "events_queue_size",
     "events_queue_capacity",
 )
+#: The trajectory queue's counters, optional in the same way; ``not_uploaded`` counts the
+#: documents the retention caps left out on purpose.
+TRAJECTORY_HEALTH_COUNTERS: Final = (
+    "trajectories_queued",
+    "trajectories_sent",
+    "trajectories_dropped",
+    "trajectories_queue_size",
+    "trajectories_queue_capacity",
+    "trajectories_not_uploaded",
+)
 
 
 def _object(body: object) -> dict[str, Any]:
@@ -291,7 +301,7 @@ def parse_status(body: object) -> StatusReport:
 
 def parse_heartbeat(body: object) -> dict[str, float]:
     """Transport health counters; all nonnegative integers, plus capacity and interval,
-    and optionally the observation queue's counters."""
+    and optionally the observation and trajectory queues' counters."""
     item = _object(body)
     violations: list[Violation] = []
     health: dict[str, float] = {}
@@ -301,7 +311,7 @@ def parse_heartbeat(body: object) -> dict[str, float]:
             health[key] = value
         else:
             violations.append(Violation(key, "must be a nonnegative integer"))
-    for key in EVENT_HEALTH_COUNTERS:
+    for key in (*EVENT_HEALTH_COUNTERS, *TRAJECTORY_HEALTH_COUNTERS):
         value = item.get(key)
         if value is None:
             continue

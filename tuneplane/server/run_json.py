@@ -5,21 +5,28 @@ from __future__ import annotations
 import time
 
 from tuneplane.contract.limits import HEARTBEAT_INTERVAL_SECONDS, HEARTBEAT_STALE_INTERVALS
-from tuneplane.contract.protocol import EVENT_HEALTH_COUNTERS, HEALTH_COUNTERS
+from tuneplane.contract.protocol import (
+    EVENT_HEALTH_COUNTERS,
+    HEALTH_COUNTERS,
+    TRAJECTORY_HEALTH_COUNTERS,
+)
 from tuneplane.store.catalog import RunRow
 
 
 def transport(
     health: dict[str, float] | None, health_at: float | None, now: float
 ) -> dict[str, object]:
-    """``ok``, ``lossy`` (points or observation events were dropped) or ``unknown``. No
-    heartbeat, or none for a few intervals, is unknown: it never means the run stopped.
-    Failed sends that a retry made good are counted but lose nothing."""
+    """``ok``, ``lossy`` (points, observation events or trajectories were dropped) or
+    ``unknown``. No heartbeat, or none for a few intervals, is unknown: it never means the
+    run stopped. Failed sends that a retry made good are counted but lose nothing; neither
+    do trajectories the retention caps left out."""
     if health is None or health_at is None:
         return {"state": "unknown", "reason": "no heartbeat received", "heartbeat_at": None}
     counters = {key: health.get(key) for key in (*HEALTH_COUNTERS, "queue_capacity")}
-    # Event counters are null in heartbeats of senders older than observation events.
-    counters.update({key: health.get(key) for key in EVENT_HEALTH_COUNTERS})
+    # Event (trajectory) counters are null in heartbeats of senders older than them.
+    counters.update(
+        {key: health.get(key) for key in (*EVENT_HEALTH_COUNTERS, *TRAJECTORY_HEALTH_COUNTERS)}
+    )
     interval = float(health.get("interval", HEARTBEAT_INTERVAL_SECONDS))
     age = now - health_at
     if age > HEARTBEAT_STALE_INTERVALS * interval:
@@ -29,7 +36,9 @@ def transport(
             "heartbeat_at": health_at,
             **counters,
         }
-    lossy = bool(health.get("dropped")) or bool(health.get("events_dropped"))
+    lossy = any(
+        bool(health.get(key)) for key in ("dropped", "events_dropped", "trajectories_dropped")
+    )
     return {"state": "lossy" if lossy else "ok", "heartbeat_at": health_at, **counters}
 
 
