@@ -400,3 +400,23 @@ def test_a_running_server_sweeps_expired_bodies_on_its_own(tmp_path: Path) -> No
         assert list((tmp_path / "blobs").rglob("*.json.z")) == []
         (row,) = httpx.get(f"{base}{RUN}/trajectories", headers=admin).json()["items"]
         assert row["body"]["state"] == "expired"
+
+
+def test_trajectory_writes_are_news_for_the_run_and_found_by_id(api: TestClient) -> None:
+    """Uploads and early deletions move the run's updated_at, which its live stream follows."""
+    token = attempt(api)
+
+    def updated() -> float:
+        stamp: float = api.get(RUN).json()["updated_at"]
+        return stamp
+
+    before = updated()
+    send(api, token, rollout(1, "a"), rollout(1, "b"))
+    uploaded = updated()
+    assert uploaded > before
+    (row,) = index(api, scope="training", step=1, trajectory_id="b")["items"]
+    assert row["trajectory_id"] == "b"
+    api.delete(RUN + "/trajectories", params={"trajectory_id": "b"})
+    assert updated() > uploaded
+    states = {r["trajectory_id"]: r["body"]["state"] for r in index(api)["items"]}
+    assert states == {"a": "stored", "b": "deleted"}

@@ -124,6 +124,7 @@ def trajectory_filters(
     trial_attempt: Count = None,
     category: str | None = None,
     step: Step = None,
+    trajectory_id: str | None = None,
 ) -> dict[str, Any]:
     """The index filters a route takes, checked."""
     if scope is not None and scope not in SCOPES:
@@ -138,6 +139,7 @@ def trajectory_filters(
         "trial_attempt": trial_attempt,
         "category": category,
         "step": step,
+        "trajectory_id": trajectory_id,
     }
 
 
@@ -154,7 +156,8 @@ def list_trajectories(
     limit: Annotated[int, Query(ge=1, le=TRAJECTORY_INDEX_PAGE_MAX)] = 100,
 ) -> Response:
     """The trajectory index of a run, filtered over the whole index before pagination
-    (scope, execution attempt, round, trial, trial attempt, training category, step),
+    (scope, execution attempt, round, trial, trial attempt, training category, step,
+    trajectory ID),
     by ascending ID; pass ``next`` as ``after`` for the next page. No bodies: each row
     says what became of its body. ``steps`` lists the latest steps with rollouts."""
     with app_state(request).database.connect() as connection:

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, insert, select, update
 
 from tuneplane.contract.limits import PENDING_BODY_SECONDS, SWEEP_BATCH
 from tuneplane.store.schema import body_sweeps, pending_bodies, trajectories
+from tuneplane.store.trajectories import touch_runs
 
 _t = trajectories.c
 
@@ -58,6 +59,7 @@ def mark_deleted(connection: Connection, run_id: int, filters: dict[str, Any]) -
             .where(_t.id.in_(ids))
             .values(body_state="deleted", removed_at=time.time())
         )
+        touch_runs(connection, [run_id])
     return len(ids)
 
 

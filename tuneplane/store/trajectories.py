@@ -33,7 +33,7 @@ from tuneplane.contract.trajectories import (
     selection_rank,
 )
 from tuneplane.store.credentials import TokenScope
-from tuneplane.store.schema import eval_rounds, pending_bodies, trajectories
+from tuneplane.store.schema import eval_rounds, pending_bodies, runs, trajectories
 
 _t = trajectories.c
 SELECTED_STATES = ("stored", "expired", "deleted")
@@ -105,6 +105,11 @@ def plan_batch(connection: Connection, scope: TokenScope, uploads: list[Upload])
 def new_body_key(scope: TokenScope) -> str:
     """A key of its own for every upload: two uploads never share a body to delete."""
     return f"runs/{scope.run_id}/{scope.attempt}/{uuid.uuid4().hex}.json.z"
+
+
+def touch_runs(connection: Connection, run_ids: list[int]) -> None:
+    """A trajectory write is news for the run's live stream (it follows ``updated_at``)."""
+    connection.execute(update(runs).where(runs.c.id.in_(run_ids)).values(updated_at=time.time()))
 
 
 def record_pending(connection: Connection, keys: list[str]) -> None:
@@ -304,6 +309,7 @@ def write_index(
         outcome.not_retained += row["body_state"] == "not_retained"
     if rows:
         connection.execute(insert(trajectories), rows)
+        touch_runs(connection, [scope.run_id])
     used = [row["body_key"] for row in rows if row["body_key"] is not None]
     if used:
         connection.execute(delete(pending_bodies).where(pending_bodies.c.body_key.in_(used)))

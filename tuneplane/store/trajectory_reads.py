@@ -15,7 +15,6 @@ from tuneplane.store.schema import trajectories
 _t = trajectories.c
 #: Matches counted exactly up to this many; beyond, the answer says "more than".
 COUNT_LIMIT = 10_000
-FILTERS = ("scope", "attempt", "round_id", "trial_id", "trial_attempt", "category", "step")
 
 
 @dataclass(frozen=True, slots=True)
