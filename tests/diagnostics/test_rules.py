@@ -1,0 +1,120 @@
+"""The diagnosis rules on evidence built by hand: tracebacks, exit codes, metric trends,
+near misses. The corpus of real logs is tested in test_corpus.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from tuneplane.diagnostics import Evidence, LogLine, Series, diagnose
+
+
+def lines(text: str, stream: str = "stderr") -> list[LogLine]:
+    return [LogLine(i, stream, t) for i, t in enumerate(text.splitlines())]  # type: ignore[arg-type]
+
+
+def codes(evidence: Evidence) -> list[str]:
+    return [finding.code for finding in diagnose(evidence)]
+
+
+CHAINED = """\
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/work/job/data.py", line 12, in load
+[rank1]:     return rows[key]
+[rank1]:            ~~~~^^^^^
+[rank1]: KeyError: 'text'
+[rank1]:
+[rank1]: During handling of the above exception, another exception occurred:
+[rank1]:
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/work/job/train.py", line 88, in <module>
+[rank1]:     main()
+[rank1]:   File "/work/job/train.py", line 61, in main
+[rank1]:     batch = load(split)
+[rank1]:   File "/opt/conda/lib/python3.11/site-packages/datasets/arrow_dataset.py", line 9, in x
+[rank1]:     raise ValueError(msg)
+[rank1]: ValueError: column 'text' is missing: available columns are ['prompt']
+"""
+
+
+def test_the_last_traceback_names_its_exception_and_the_users_innermost_frame() -> None:
+    (finding,) = diagnose(Evidence(lines=lines(CHAINED), exit_code=1))
+    assert finding.code == "python_exception"
+    assert finding.title == "The job raised ValueError"
+    assert "column 'text' is missing" in finding.detail
+    assert "in main (/work/job/train.py, line 61)" in finding.detail
+    assert [c.line for c in finding.citations] == [8, 15]
+
+
+def test_a_traceback_raised_inside_a_library_says_so() -> None:
+    text = """Traceback (most recent call last):
+  File "/usr/lib/python3.11/runpy.py", line 198, in _run_module_as_main
+  File "/venv/lib/python3.11/site-packages/torch/distributed/run.py", line 9, in main
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: train.py FAILED"""
+    (finding,) = diagnose(Evidence(lines=lines(text)))
+    assert "ChildFailedError" in finding.title
+    assert "raised inside a library" in finding.detail
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "code", "confidence"),
+    [(137, "host_oom", "likely"), (-9, "host_oom", "likely"), (143, "preempted", "possible")],
+)
+def test_exit_codes_of_signals_say_what_probably_happened(
+    exit_code: int, code: str, confidence: str
+) -> None:
+    (finding,) = diagnose(Evidence(exit_code=exit_code))
+    assert (finding.code, finding.confidence) == (code, confidence)
+
+
+def test_a_log_line_outranks_the_exit_code_for_the_same_cause() -> None:
+    kernel = "[12345.678] Out of memory: Killed process 4242 (python) total-vm:123kB"
+    (finding,) = diagnose(Evidence(lines=lines(kernel), exit_code=137))
+    assert (finding.code, finding.confidence) == ("host_oom", "certain")
+    assert finding.citations[0].line == 0
+
+
+def test_nan_onset_cites_the_first_invalid_point_and_the_last_finite_one() -> None:
+    loss = Series("train/loss", [(1, 2.0), (2, 1.5), (3, None), (4, None)])
+    (finding,) = diagnose(Evidence(series=[loss]))
+    assert finding.code == "nan_loss"
+    assert [(c.step, c.value) for c in finding.citations] == [(2, 1.5), (3, None)]
+
+
+def test_divergence_and_throughput_collapse_need_enough_points() -> None:
+    rising = Series("train/loss", [(i, 1.0 if i < 6 else 5.0) for i in range(10)])
+    slow = Series("perf/tokens_per_s", [(i, 1000.0) for i in range(9)] + [(9, 50.0)])
+    assert codes(Evidence(series=[rising, slow])) == ["loss_divergence", "throughput_collapse"]
+    short = Series("train/loss", [(0, 1.0), (1, 9.0)])
+    assert codes(Evidence(series=[short])) == []
+    reward = Series("train/reward", [(i, 1.0 if i < 6 else 5.0) for i in range(10)])
+    assert codes(Evidence(series=[reward])) == []  # only losses are judged for divergence
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to "
+        "32768",
+        "train/loss=0.412 grad_norm=1.2 lr=1e-5",
+        "WARNING: No such file or directory for optional plugin, continuing",
+    ],
+)
+def test_near_misses_are_not_failures(line: str) -> None:
+    assert codes(Evidence(lines=lines(line))) == []
+
+
+def test_the_surest_findings_come_first_and_the_exception_last() -> None:
+    text = (
+        CHAINED + "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error"
+    )
+    found = codes(Evidence(lines=lines(text), exit_code=143))
+    assert found[0] == "nccl_error"
+    assert found[-1] == "python_exception"
+    assert "preempted" in found
+
+
+def test_the_sdk_saying_the_server_was_unreachable_is_a_finding() -> None:
+    line = "tuneplane: 0 of 2000 points delivered (2000 dropped: server unreachable)"
+    assert codes(Evidence(lines=lines(line, "stderr"))) == ["ingest_unreachable"]
+    health = {"dropped_by_reason": {"server unreachable": 12}}
+    assert codes(Evidence(transport=health)) == ["ingest_unreachable"]

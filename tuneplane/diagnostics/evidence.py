@@ -1,0 +1,78 @@
+"""What a diagnosis rests on, and what it says."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Confidence = Literal["certain", "likely", "possible"]
+CONFIDENCE_ORDER: dict[str, int] = {"certain": 0, "likely": 1, "possible": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """One output line of the attempt; ``index`` is its place in the tail, for citing."""
+
+    index: int
+    stream: Literal["stdout", "stderr"]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """The last points of one metric, in step order; None for a NaN or infinite value."""
+
+    name: str
+    points: Sequence[tuple[int, float | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    lines: Sequence[LogLine] = ()
+    exit_code: int | None = None
+    #: ``failed`` (the process said so), or ``lost`` (its heartbeat stopped).
+    ending: str = "failed"
+    series: Sequence[Series] = ()
+    #: The sender's last transport health (heartbeat counters), when it sent one.
+    transport: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A log line (``line`` and ``text``) or a metric point (``series``, ``step``,
+    ``value``: None for NaN/inf) a finding rests on."""
+
+    line: int | None = None
+    text: str | None = None
+    series: str | None = None
+    step: int | None = None
+    value: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.series is not None:
+            return {"kind": "metric", "series": self.series, "step": self.step,
+                    "value": self.value}  # fmt: skip
+        return {"kind": "log", "line": self.line, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    title: str
+    confidence: Confidence
+    #: What the evidence says, in a sentence or two (exception type, message, frame, …).
+    detail: str
+    next_action: str
+    citations: tuple[Citation, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "title": self.title,
+            "confidence": self.confidence,
+            "detail": self.detail,
+            "next_action": self.next_action,
+            "citations": [c.to_json() for c in self.citations],
+        }
