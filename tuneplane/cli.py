@@ -232,6 +232,60 @@ def _progress(what: str) -> Any:
     return show
 
 
+def _upload_progress() -> Any:
+    """One progress line per kind of item delivered (events, then trajectories)."""
+    lines: dict[str, Any] = {}
+
+    def show(what: str, done: int, total: int) -> None:
+        lines.setdefault(what, _progress(what))(done, total)
+
+    return show
+
+
+def _job_reporter(command: str) -> Any:
+    """The reporter of the ``tuneplane run`` job, or None after saying, in one line, that
+    there is none: an upload has no credentials of its own."""
+    from tuneplane.client.errors import NotConfigured
+    from tuneplane.import_upload import job_reporter
+
+    try:
+        return job_reporter()
+    except NotConfigured as exc:
+        print(
+            f"tuneplane {command}: uploads go to the current run: run it under "
+            f"`tuneplane run --project P --run R -- tuneplane {command} ...` ({exc})",
+            file=sys.stderr,
+        )
+        return None
+
+
+def _deliver(reporter: Any, snapshots: Sequence[Any], retry: str) -> int:
+    """Upload each snapshot; 1 with a line saying what did not arrive and how to retry."""
+    from tuneplane.import_upload import NotDelivered, upload
+
+    try:
+        for snapshot in snapshots:
+            delivered = upload(reporter, snapshot, _upload_progress())
+            print(f"tuneplane: {delivered.describe()}", file=sys.stderr)
+    except NotDelivered as failed:
+        print(
+            f"tuneplane: not delivered: {failed.message}; `tuneplane import upload {retry}` "
+            "retries it (what already arrived is not stored twice)",
+            file=sys.stderr,
+        )
+        return 1
+    finally:
+        reporter.close()
+    return 0
+
+
+def _refused(refused: Any, what: str = "written or uploaded") -> int:
+    for problem in refused.problems:
+        print(f"tuneplane: {problem}", file=sys.stderr)
+    print(f"tuneplane: nothing was {what}", file=sys.stderr)
+    return 2
+
+
 def _import_harbor(args: argparse.Namespace) -> int:
     from tuneplane.importers.harbor_import import import_harbor
     from tuneplane.importers.plan import EXAMPLE_PLAN
@@ -246,6 +300,9 @@ def _import_harbor(args: argparse.Namespace) -> int:
     if missing:
         print(f"tuneplane import harbor: --{', --'.join(missing)} required", file=sys.stderr)
         return 2
+    reporter = _job_reporter("import harbor") if args.upload else None
+    if args.upload and reporter is None:
+        return 2
     try:
         redactor = load_redactor(args.redactor) if args.redactor else None
         snapshot = import_harbor(
@@ -257,24 +314,85 @@ def _import_harbor(args: argparse.Namespace) -> int:
         )
         write_snapshot(snapshot, args.out)
     except ImportRefused as refused:
-        for problem in refused.problems:
-            print(f"tuneplane: {problem}", file=sys.stderr)
-        print("tuneplane: nothing was written or uploaded", file=sys.stderr)
-        return 2
+        return _refused(refused)
     for line in summary(snapshot):
         print(f"tuneplane: {line}", file=sys.stderr)
     print(f"tuneplane: snapshot written to {args.out}", file=sys.stderr)
+    return 0 if reporter is None else _deliver(reporter, [snapshot], args.out)
+
+
+def _import_upload(args: argparse.Namespace) -> int:
+    from tuneplane.importers.problems import ImportRefused
+    from tuneplane.importers.snapshot import read_snapshots
+
+    reporter = _job_reporter("import upload")
+    if reporter is None:
+        return 2
+    try:  # every snapshot is read and checked before anything is sent
+        snapshots = read_snapshots(args.snapshots)
+    except ImportRefused as refused:
+        reporter.close()
+        return _refused(refused, "uploaded")
+    return _deliver(reporter, snapshots, " ".join(args.snapshots))
+
+
+def _import_trackio(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tuneplane.importers.trackio import TrackioDirectoryError, default_directory
+    from tuneplane.server.trackio_import import import_directory
+
+    directory = Path(args.directory) if args.directory else default_directory()
+    try:
+        totals, notes = import_directory(
+            _settings(args),
+            directory,
+            visibility=args.visibility,
+            progress=_progress("Trackio rows imported"),
+        )
+    except TrackioDirectoryError as exc:
+        print(f"tuneplane import trackio: {exc}", file=sys.stderr)
+        return 2
+    for line in notes.lines():
+        print(f"tuneplane: note: {line}", file=sys.stderr)
+    print(f"tuneplane: imported {totals.summary()}", file=sys.stderr)
     return 0
+
+
+def _add_trackio_import(sources: Any) -> None:
+    trackio = sources.add_parser(
+        "trackio",
+        help="Trackio projects (metrics, system metrics, configs, alerts) into the database",
+        description="Import every Trackio project database (<project>.db) in DIR into the "
+        "server's database, idempotently: what is stored already is skipped. Trackio's files "
+        "are only read. With SQLite, stop the server first (or let `tuneplane serve` import "
+        "its own data directory).",
+    )
+    trackio.add_argument(
+        "directory",
+        nargs="?",
+        metavar="DIR",
+        help="Trackio's data directory (default: $TRACKIO_DIR or Trackio's own)",
+    )
+    trackio.add_argument(
+        "--visibility",
+        choices=["public", "private"],
+        help="visibility of projects this creates (default: $TUNEPLANE_DEFAULT_VISIBILITY)",
+    )
+    _add_database_options(trackio)
+    trackio.set_defaults(handler=_import_trackio)
 
 
 def _add_import_commands(commands: Any) -> None:
     parser = commands.add_parser("import", help="import other tools' evaluation results")
     sources = parser.add_subparsers(dest="import_command", required=True)
+    _add_trackio_import(sources)
     harbor = sources.add_parser(
         "harbor",
         help="Harbor trial directories and ATIF trajectories, into a snapshot",
         description="Read the trials an import plan lists (docs/import.md) into a snapshot "
-        "file. Starts no agent, sandbox or training.",
+        "file, and with --upload deliver it to the current run. Starts no agent, sandbox "
+        "or training.",
     )
     harbor.add_argument("--plan", help="the import plan (JSON; see --example-plan)")
     harbor.add_argument("--root", help="the directory the plan's directories are beneath")
@@ -286,10 +404,30 @@ def _add_import_commands(commands: Any) -> None:
         help="keep the text of at most N trajectories (0-128; default 0: no text)",
     )
     harbor.add_argument("--redactor", help="module:function applied to all text first")
+    _add_upload_flag(harbor)
     harbor.add_argument(
         "--example-plan", action="store_true", help="print an example plan and exit"
     )
     harbor.set_defaults(handler=_import_harbor)
+    upload = sources.add_parser(
+        "upload",
+        help="deliver saved snapshots to the current run (inside `tuneplane run`)",
+        description="Send snapshots written by `tuneplane import ...` to the run of the "
+        "`tuneplane run` job this runs in, without reading the sources again. Sending one "
+        "again adds only what is missing.",
+    )
+    upload.add_argument(
+        "snapshots", nargs="+", metavar="SNAPSHOT", help="snapshot files, or directories of them"
+    )
+    upload.set_defaults(handler=_import_upload)
+
+
+def _add_upload_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--upload",
+        action="store_true",
+        help="then deliver the snapshot to the current run (inside `tuneplane run`)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,7 +10,11 @@ A snapshot is JSON::
      "checkpoint": {"name": …, "digest": …},
      "trials": [{"type": "trial", "round_id": …, "trial_id": …, "trial_attempt": 1, …}],
      "trajectories": [{"scope": "evaluation", "round_id": …, "messages": […], …}],
-     "evidence": [{"trial_id": …, "retry": 1, "directory": …, "reason": …, …}]}
+     "evidence": [{"trial_id": …, "retry": 1, "directory": …, "reason": …, …}],
+     "events": [{"type": "event", "name": "lm-eval/sample", "fields": {…}}]}
+
+``events`` (free events with the round's evidence beside its outcomes, each naming its
+``round_id`` in its fields) is optional: a source without any leaves it out.
 
 The content hash covers everything but itself and the round ID (which is made from it):
 importing the same inputs again gives the same round, whose outcomes the server already
@@ -37,6 +41,8 @@ SNAPSHOT_VERSION: Final = 1
 #: has no place for it, and it is no part of the protocol fingerprint).
 CHECKPOINT_EVENT: Final = "evaluation/checkpoint"
 _BODY: Final = ("source", "round", "population", "checkpoint", "trials", "trajectories", "evidence")
+#: Parts a snapshot may leave out (covered by the content hash when present).
+_OPTIONAL: Final = ("events",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +65,14 @@ class Snapshot:
     def trajectories(self) -> list[dict[str, Any]]:
         return list(self.document["trajectories"])
 
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return list(self.document.get("events", ()))
+
     def observation_events(self, execution_attempt: int | None) -> list[dict[str, Any]]:
-        """The declaration, the checkpoint event and the trial results, with event IDs
-        made from their identity and the execution attempt: a replay of the same
-        snapshot in the same execution repeats them exactly (duplicates); a restarted
+        """The declaration, the checkpoint event, the other events and the trial results,
+        with event IDs made from their identity and the execution attempt: a replay of the
+        same snapshot in the same execution repeats them exactly (duplicates); a restarted
         execution's events need IDs of their own."""
         population = dict(self.document["population"])
         checkpoint = {
@@ -70,7 +80,7 @@ class Snapshot:
             "name": CHECKPOINT_EVENT,
             "fields": {"round_id": self.round_id, **self._checkpoint_fields()},
         }
-        events = [population, checkpoint, *self.trials]
+        events = [population, checkpoint, *self.events, *self.trials]
         return [{**event, "event_id": _event_id(event, execution_attempt)} for event in events]
 
     def _checkpoint_fields(self) -> dict[str, str]:
@@ -82,12 +92,13 @@ class Snapshot:
 
 
 def _event_id(event: dict[str, Any], execution_attempt: int | None) -> str:
+    fields = event.get("fields") or {}
     identity = json.dumps(
         [
             event["type"],
             event.get("name"),
-            event.get("round_id") or event["fields"]["round_id"],
-            event.get("trial_id"),
+            event.get("round_id") or fields["round_id"],
+            event.get("trial_id") or fields.get("trial_id"),
             event.get("trial_attempt"),
         ]
     )
@@ -108,9 +119,11 @@ def assemble(
     trials: list[dict[str, Any]],
     trajectories: list[dict[str, Any]],
     evidence: list[dict[str, Any]],
+    events: list[dict[str, Any]] | None = None,
 ) -> Snapshot:
-    """The snapshot of these parts (each without ``round_id``: it comes from the hash)."""
-    body = {
+    """The snapshot of these parts (each without ``round_id``: it comes from the hash;
+    ``events`` carry it in their fields, added here)."""
+    body: dict[str, Any] = {
         "source": source,
         "round": round_prefix,
         "population": population,
@@ -119,20 +132,26 @@ def assemble(
         "trajectories": trajectories,
         "evidence": evidence,
     }
+    if events is not None:
+        body["events"] = events
     content_hash = canonical_digest(body)
     round_id = f"{round_prefix}-{content_hash[:ROUND_HASH_CHARS]}"
-    return Snapshot(
-        {
-            "format": SNAPSHOT_FORMAT,
-            "version": SNAPSHOT_VERSION,
-            "content_hash": content_hash,
-            "round_id": round_id,
-            **body,
-            "population": {**population, "round_id": round_id},
-            "trials": _with_round(trials, round_id),
-            "trajectories": _with_round(trajectories, round_id),
-        }
-    )
+    document = {
+        "format": SNAPSHOT_FORMAT,
+        "version": SNAPSHOT_VERSION,
+        "content_hash": content_hash,
+        "round_id": round_id,
+        **body,
+        "population": {**population, "round_id": round_id},
+        "trials": _with_round(trials, round_id),
+        "trajectories": _with_round(trajectories, round_id),
+    }
+    if events is not None:
+        document["events"] = [
+            {**event, "fields": {**event.get("fields", {}), "round_id": round_id}}
+            for event in events
+        ]
+    return Snapshot(document)
 
 
 def write_snapshot(snapshot: Snapshot, path: str) -> None:
@@ -157,6 +176,11 @@ def _problems(file: str, document: dict[str, Any]) -> list[Problem]:
     for index, trajectory in enumerate(document["trajectories"]):
         _, violations = parse_trajectory(f"trajectories[{index}]", trajectory)
         problems += [Problem(file, v.field, v.rule) for v in violations]
+    for index, event in enumerate(document.get("events", ())):
+        _, violations = parse_observation(f"events[{index}]", {**event, "event_id": "check"})
+        problems += [Problem(file, v.field, v.rule) for v in violations]
+        if event.get("type") != "event":
+            problems.append(Problem(file, f"events[{index}].type", "must be 'event'"))
     return problems
 
 
@@ -169,19 +193,28 @@ def check_snapshot(file: str, document: object) -> Snapshot:
     missing = [key for key in _BODY if key not in document]
     if missing:
         raise ImportRefused([Problem(file, key, "required") for key in missing])
+    lists = ("trials", "trajectories", "evidence", *(k for k in _OPTIONAL if k in document))
     shaped = isinstance(document["population"], dict) and all(
         isinstance(document[key], list) and all(isinstance(item, dict) for item in document[key])
-        for key in ("trials", "trajectories", "evidence")
+        for key in lists
+    )
+    shaped = shaped and all(
+        isinstance(event.get("fields"), dict) for event in document.get("events", ())
     )
     if not shaped:
         raise ImportRefused(
             [Problem(file, "", "is not a snapshot: its parts have the wrong shape")]
         )
-    body = {key: document[key] for key in _BODY}
+    body = {key: document[key] for key in (*_BODY, *_OPTIONAL) if key in document}
     for key in ("population",):
         body[key] = {k: v for k, v in body[key].items() if k != "round_id"}
     for key in ("trials", "trajectories"):
         body[key] = [{k: v for k, v in item.items() if k != "round_id"} for item in body[key]]
+    if "events" in body:
+        body["events"] = [
+            {**e, "fields": {k: v for k, v in e["fields"].items() if k != "round_id"}}
+            for e in body["events"]
+        ]
     content_hash = canonical_digest(body)
     if document.get("content_hash") != content_hash:
         raise ImportRefused(
@@ -190,6 +223,7 @@ def check_snapshot(file: str, document: object) -> Snapshot:
     round_id = f"{document['round']}-{content_hash[:ROUND_HASH_CHARS]}"
     carried = {document.get("round_id"), document["population"].get("round_id")}
     carried |= {item.get("round_id") for item in document["trials"] + document["trajectories"]}
+    carried |= {event["fields"].get("round_id") for event in document.get("events", ())}
     if carried != {round_id}:
         raise ImportRefused([Problem(file, "round_id", f"must be {round_id!r} throughout")])
     problems = _problems(file, document)
@@ -207,6 +241,30 @@ def read_snapshot(path: str) -> Snapshot:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ImportRefused([Problem(path, "", f"is not JSON: {exc}")]) from exc
     return check_snapshot(path, document)
+
+
+def read_snapshots(paths: list[str]) -> list[Snapshot]:
+    """Every snapshot the paths name (a directory stands for its ``*.json`` files, in name
+    order), each read and checked; :class:`ImportRefused` naming every problem of all."""
+    files: list[str] = []
+    problems: list[Problem] = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = sorted(name for name in os.listdir(path) if name.endswith(".json"))
+            if not found:
+                problems.append(Problem(path, "", "is a directory without snapshot files"))
+            files += [os.path.join(path, name) for name in found]
+        else:
+            files.append(path)
+    snapshots: list[Snapshot] = []
+    for file in files:
+        try:
+            snapshots.append(read_snapshot(file))
+        except ImportRefused as refused:
+            problems += refused.problems
+    if problems:
+        raise ImportRefused(problems)
+    return snapshots
 
 
 def summary(snapshot: Snapshot) -> list[str]:

@@ -1,0 +1,143 @@
+"""Uploads end to end: a real server, a real ``tuneplane run`` job running ``tuneplane
+import … --upload``, and what the server's API says arrived."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from tests.client.runs import Server, runner_env
+from tests.client.world import Fate, proxy
+from tests.importers.cohort import DATAGEN, plan, write_plan
+from tests.importers.jobs import body, events, job, rounds, trajectories, trials
+from tests.importers.test_import import FIXTURE_TRIALS
+from tuneplane.importers.snapshot import CHECKPOINT_EVENT, read_snapshot
+
+
+def harbor_script(tmp_path: Path, *extra: str) -> tuple[str, Path]:
+    plan_file = write_plan(tmp_path, plan(FIXTURE_TRIALS))
+    out = tmp_path / "snapshot.json"
+    command = [
+        "import", "harbor", "--plan", plan_file, "--root", str(DATAGEN),
+        "--out", str(out), "--trace-limit", "2", *extra,
+    ]  # fmt: skip
+    return "$TUNEPLANE " + shlex.join(command), out
+
+
+def assert_the_fixture_round_arrived(server: Server, run: str, out: Path, attempt: int) -> None:
+    round_id = read_snapshot(str(out)).round_id
+    found = rounds(server, run, attempt)
+    assert list(found) == [round_id]
+    counts = found[round_id]["counts"]
+    assert found[round_id]["expected"] == 4
+    assert (counts["success"], counts["failure"], counts["reported"]) == (1, 2, 3)
+    assert found[round_id]["not_yet_reported"]["value"] == 1
+    page = trials(server, run, round_id, attempt)
+    assert {t: page[t]["status"] for t in page} == {
+        "draft_dp_96443054-r0": "success",
+        "etl_checkpoint_resume_bug-r0": "failure",
+        "fix-async-worker-queue-r0": "failure",
+    }
+    index = trajectories(server, run, round_id, attempt)
+    assert sorted(item["trial_id"] for item in index) == [
+        "draft_dp_96443054-r0",
+        "etl_checkpoint_resume_bug-r0",
+    ]
+    for item in index:
+        stored = body(server, run, item)
+        assert stored["messages"], item
+        assert stored["capture_policy"] == "sampled"
+        assert stored["complete"] is False
+    checkpoint = [e for e in events(server, run, CHECKPOINT_EVENT) if e["attempt"] == attempt]
+    assert [e["fields"]["checkpoint"] for e in checkpoint] == ["org/model@step-100"]
+
+
+def test_an_import_uploads_inside_tuneplane_run_and_again_adds_nothing(
+    server: Server, tmp_path: Path
+) -> None:
+    run = f"harbor-upload-{tmp_path.name}"
+    script, out = harbor_script(tmp_path, "--upload")
+    again = f"$TUNEPLANE import upload {shlex.quote(str(out))}"
+    done = job(server, run, f"{script} && {again}")
+    assert done.returncode == 0, done.stderr
+    assert_the_fixture_round_arrived(server, run, out, attempt=1)
+    first, second = [line for line in done.stderr.splitlines() if "delivered:" in line]
+    assert "5 events (5 new, 0 already there), 2 trajectories" in first, first
+    assert "5 events (0 new, 5 already there), 2 trajectories" in second, second
+
+
+def test_outside_tuneplane_run_an_upload_says_to_run_it_there(tmp_path: Path) -> None:
+    script, out = harbor_script(tmp_path, "--upload")
+    command = shlex.split(
+        script.replace("$TUNEPLANE", shlex.join([sys.executable, "-m", "tuneplane.cli"]))
+    )
+    done = subprocess.run(command, env=runner_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "under `tuneplane run" in lines[0]
+    assert not out.exists()
+    upload = subprocess.run(
+        [sys.executable, "-m", "tuneplane.cli", "import", "upload", str(out)],
+        env=runner_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert upload.returncode == 2
+    assert "under `tuneplane run" in upload.stderr
+
+
+def test_a_server_gone_mid_way_fails_the_upload_and_import_upload_completes_it(
+    server: Server, tmp_path: Path
+) -> None:
+    run = f"harbor-cut-{tmp_path.name}"
+    script, out = harbor_script(tmp_path, "--upload")
+    failed = tmp_path / "failed"
+
+    def fate(request: bytes) -> Fate:
+        # Gone after the events arrived, and back once the first command has given up.
+        if request.startswith(b"POST /api/v1/ingest/trajectories") and not failed.exists():
+            return "cut"
+        return "pass"
+
+    retry = f"$TUNEPLANE import upload {shlex.quote(str(out))}"
+    with proxy(server.base, fate) as url:
+        done = job(server, run, f"{script}; echo $? > {failed}; {retry}", url=url)
+    assert done.returncode == 0, done.stderr
+    assert failed.read_text().strip() == "1", done.stderr
+    refusal = next(line for line in done.stderr.splitlines() if "not delivered" in line)
+    assert "2 of 2 trajectories not delivered (2 server unreachable)" in refusal, refusal
+    assert f"`tuneplane import upload {out}` retries it" in refusal
+    # The retry added the trajectories and nothing twice, in the same execution.
+    assert "5 events (0 new, 5 already there), 2 trajectories" in done.stderr
+    assert_the_fixture_round_arrived(server, run, out, attempt=1)
+
+
+def test_a_superseded_token_fails_the_upload_and_a_new_job_completes_it(
+    server: Server, tmp_path: Path
+) -> None:
+    run = f"harbor-superseded-{tmp_path.name}"
+    script, out = harbor_script(tmp_path, "--upload")
+    restarted = threading.Event()
+
+    def fate(request: bytes) -> Fate:
+        # The job is restarted elsewhere just as its trajectories are sent.
+        if request.startswith(b"POST /api/v1/ingest/trajectories") and not restarted.is_set():
+            restarted.set()
+            server.start_attempt(run)
+        return "pass"
+
+    with proxy(server.base, fate) as url:
+        first = job(server, run, script, url=url)
+    assert first.returncode == 1, first.stderr
+    assert "2 of 2 trajectories not delivered" in first.stderr, first.stderr
+    round_id = read_snapshot(str(out)).round_id
+    assert rounds(server, run, 1)[round_id]["counts"]["reported"] == 3
+    assert trajectories(server, run, round_id, 1) == []
+    again = job(server, run, f"$TUNEPLANE import upload {shlex.quote(str(out))}")
+    assert again.returncode == 0, again.stderr
+    assert_the_fixture_round_arrived(server, run, out, attempt=3)
