@@ -159,11 +159,14 @@ def list_trajectories(
     (scope, execution attempt, round, trial, trial attempt, training category, step,
     trajectory ID),
     by ascending ID; pass ``next`` as ``after`` for the next page. No bodies: each row
-    says what became of its body. ``steps`` lists the latest steps with rollouts."""
+    says what became of its body. ``steps`` lists the latest steps with rollouts (on the
+    first page of ``scope=training``)."""
     with app_state(request).database.connect() as connection:
         run_id = catalog.get_run(connection, project, run).id
         page = list_index(connection, run_id, filters, after, limit)
-        steps = steps_with_rollouts(connection, run_id) if filters["scope"] == "training" else None
+        # The step picker is the first page's: the next ones need not read it again.
+        wanted = filters["scope"] == "training" and after is None
+        steps = steps_with_rollouts(connection, run_id) if wanted else None
     return JSON(
         {
             "items": page.rows,

@@ -405,6 +405,11 @@ Index(
     trajectories.c.step,
     trajectories.c.id,
 )
+# The step picker, and a category's rows in ID order (the browser's pages) without a sort.
+Index("ix_trajectories_steps", trajectories.c.run_id, trajectories.c.scope, trajectories.c.step,
+      trajectories.c.id)  # fmt: skip
+Index("ix_trajectories_categories", trajectories.c.run_id, trajectories.c.scope,
+      trajectories.c.category, trajectories.c.id)  # fmt: skip
 Index(
     "ix_trajectories_round",
     trajectories.c.run_id,
@@ -434,3 +439,23 @@ body_sweeps = Table(
     Column("bytes", BigInteger, nullable=False),
     Column("failures", Integer, nullable=False),
 )
+
+# Failure diagnoses of execution attempts: the rules' findings (and, when configured, a
+# written explanation), or why the diagnosis itself failed. A run's status never depends
+# on them.
+diagnoses = Table(
+    "diagnoses",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("runs.id"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    # "failed" (the attempt ended so), "lost" (its heartbeat stopped) or "rerun".
+    Column("trigger", String(8), nullable=False),
+    # "running", "done" or "failed".
+    Column("state", String(8), nullable=False),
+    Column("findings", JSON, nullable=True),
+    Column("error", String(1024), nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("finished_at", Float, nullable=True),
+)
+Index("ix_diagnoses_run", diagnoses.c.run_id, diagnoses.c.id)

@@ -96,7 +96,7 @@ export class RolloutsView {
       return this.load();
     }
     this.next = answer.next;
-    this.renderSteps(answer.steps ?? []);
+    if (answer.steps != null) this.renderSteps(answer.steps); // the first page carries them
     this.renderPage(answer);
   }
 

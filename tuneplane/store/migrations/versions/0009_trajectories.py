@@ -57,6 +57,10 @@ def upgrade() -> None:
         "trajectories",
         ["run_id", "scope", "category", "step", "id"],
     )
+    op.create_index("ix_trajectories_steps", "trajectories", ["run_id", "scope", "step", "id"])
+    op.create_index(
+        "ix_trajectories_categories", "trajectories", ["run_id", "scope", "category", "id"]
+    )
     op.create_index(
         "ix_trajectories_round",
         "trajectories",
@@ -84,6 +88,8 @@ def downgrade() -> None:
     op.drop_table("pending_bodies")
     op.drop_index("ix_trajectories_expiry", "trajectories")
     op.drop_index("ix_trajectories_round", "trajectories")
+    op.drop_index("ix_trajectories_categories", "trajectories")
+    op.drop_index("ix_trajectories_steps", "trajectories")
     op.drop_index("ix_trajectories_rollouts", "trajectories")
     op.drop_table("trajectories")
     with op.batch_alter_table("eval_rounds") as batch:
