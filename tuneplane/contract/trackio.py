@@ -190,9 +190,12 @@ def _event_id(path: str, item: JSONObject, key: str, check: _Checker) -> str:
     return check.identifier(f"{path}.{key}", value) or ""
 
 
-def _flatten(path: str, prefix: str, metrics: JSONObject) -> Iterator[tuple[str, str, object]]:
+def flatten_metrics(
+    path: str, prefix: str, metrics: JSONObject
+) -> Iterator[tuple[str, str, object]]:
     """(field path, metric name, value) of every leaf; objects of Trackio's own kinds
-    (``{"_type": "trackio.image", ...}``) are leaves, to be left out."""
+    (``{"_type": "trackio.image", ...}``) are leaves, to be left out. The importer of
+    Trackio's files names series with this too, so both ways in agree."""
     stack = [(path, prefix, metrics)]
     while stack:
         where, name_prefix, node = stack.pop()
@@ -208,7 +211,7 @@ def _metrics(call: ParsedCall, path: str, raw: object, prefix: str) -> dict[str,
     if not isinstance(raw, dict):
         return None
     found: dict[str, float] = {}
-    for where, name, value in _flatten(path, prefix, raw):
+    for where, name, value in flatten_metrics(path, prefix, raw):
         problem = metric_name_problem(name)
         number = finite_float(value)
         if problem is not None:
@@ -229,16 +232,26 @@ def _rule(value: object) -> str:
     return number_rule(value)
 
 
+def config_problem(raw: object, path: str) -> Violation | None:
+    """Why a Trackio run config cannot be a run's config, or None when it can."""
+    if not isinstance(raw, dict):
+        return Violation(path, "must be an object; not stored")
+    if (problem := json_problem(raw, path)) is not None:
+        return Violation(problem.field, f"{problem.rule}; the config is not stored")
+    if len(orjson.dumps(raw)) > RUN_CONFIG_MAX_BYTES:
+        return Violation(
+            path, f"larger than {RUN_CONFIG_MAX_BYTES // 1024} KiB as JSON; not stored"
+        )
+    return None
+
+
 def _config(call: ParsedCall, run: RunWrite, path: str, raw: object) -> None:
     if raw is None or run.config is not None:
         return
-    if not isinstance(raw, dict):
-        call.drop(path, "must be an object; not stored")
-    elif (problem := json_problem(raw, path)) is not None:
-        call.drop(problem.field, f"{problem.rule}; the config is not stored")
-    elif len(orjson.dumps(raw)) > RUN_CONFIG_MAX_BYTES:
-        call.drop(path, f"larger than {RUN_CONFIG_MAX_BYTES // 1024} KiB as JSON; not stored")
+    if (problem := config_problem(raw, path)) is not None:
+        call.drop(problem.field, problem.rule)
     elif raw:
+        assert isinstance(raw, dict)
         run.config, run.config_path = raw, path
 
 

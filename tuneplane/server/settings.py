@@ -170,6 +170,21 @@ SWEEP_INTERVAL: Final = Setting(
     default_text=f"{SWEEP_INTERVAL_SECONDS_DEFAULT:g}",
 )
 
+
+def _on_off(raw: str) -> bool | None:
+    return True if raw == "on" else False if raw == "off" else None
+
+
+TRACKIO_IMPORT: Final = Setting(
+    "TUNEPLANE_TRACKIO_IMPORT",
+    rules.Rule("must be on or off", _on_off),
+    True,
+    "on: when the data directory holds Trackio project databases (<project>.db, as with "
+    "TRACKIO_DIR=/data/trackio), the server imports them in the background on every start; "
+    "what is stored already is skipped. off: it never reads them.",
+    default_text="on",
+)
+
 OIDC_ISSUER: Final = Setting(
     "TUNEPLANE_OIDC_ISSUER",
     rules.Rule(
@@ -260,6 +275,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     BLOB_URL,
     TRAJECTORY_DAYS,
     SWEEP_INTERVAL,
+    TRACKIO_IMPORT,
     *_OIDC_SETTINGS,
 )
 
@@ -292,6 +308,7 @@ class Settings:
     blob_url: str | None = None
     trajectory_days: float = TRAJECTORY_DAYS_DEFAULT
     sweep_interval: float = SWEEP_INTERVAL_SECONDS_DEFAULT
+    trackio_import: bool = True
 
     @classmethod
     def from_env(
@@ -324,6 +341,7 @@ class Settings:
             blob_url=reader.get(BLOB_URL),
             trajectory_days=reader.read(TRAJECTORY_DAYS),
             sweep_interval=reader.read(SWEEP_INTERVAL),
+            trackio_import=reader.read(TRACKIO_IMPORT),
         )
         reader.done()
         return settings

@@ -315,9 +315,15 @@ def _merge(sql: Dialect, metric_id: int, change: SeriesChange, writes: _Writes) 
     return effect
 
 
-def write_points(sql: Dialect, new_events: Mapping[int, Sequence[NewEvent]], now: float) -> None:
+def write_points(
+    sql: Dialect,
+    new_events: Mapping[int, Sequence[NewEvent]],
+    now: float,
+    times: Mapping[int, float] | None = None,
+) -> None:
     """Store the points of new Arena events (never seen before), given per run id, and fold
-    them into their series summaries."""
+    them into their series summaries. A point's time is ``now``, or its event's time in
+    ``times`` (event id -> time: imported events keep the time they happened)."""
     series: dict[tuple[int, str], list[tuple[int, int, float]]] = {}
     for run_id, found in new_events.items():
         for step, event_id, values in found:
@@ -330,13 +336,17 @@ def write_points(sql: Dialect, new_events: Mapping[int, Sequence[NewEvent]], now
     if not series:
         return
     metric_ids = _fold_summaries(sql, summarize(series))
-    store_new_points(sql, {metric_ids[key]: points for key, points in series.items()}, now)
+    store_new_points(sql, {metric_ids[key]: points for key, points in series.items()}, now, times)
 
 
 def store_new_points(
-    sql: Dialect, series: Mapping[int, list[tuple[int, int, float]]], now: float
+    sql: Dialect,
+    series: Mapping[int, list[tuple[int, int, float]]],
+    now: float,
+    times: Mapping[int, float] | None = None,
 ) -> None:
-    """Store (step, event id, value) points with new event ids, per series id."""
+    """Store (step, event id, value) points with new event ids, per series id, at ``now``
+    or their event's time in ``times``."""
     changes = {}
     for metric_id, found in series.items():
         found.sort()
@@ -345,7 +355,9 @@ def store_new_points(
                 [step for step, _, _ in found],
                 [event for _, event, _ in found],
                 [value for _, _, value in found],
-                [now] * len(found),
+                [now] * len(found)
+                if times is None
+                else [times.get(event, now) for _, event, _ in found],
             )
         )
     apply_changes(sql, changes)
