@@ -336,9 +336,57 @@ def _import_upload(args: argparse.Namespace) -> int:
     return _deliver(reporter, snapshots, " ".join(args.snapshots))
 
 
+def _import_trackio(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tuneplane.importers.trackio import TrackioDirectoryError, default_directory
+    from tuneplane.server.trackio_import import import_directory
+
+    directory = Path(args.directory) if args.directory else default_directory()
+    try:
+        totals, notes = import_directory(
+            _settings(args),
+            directory,
+            visibility=args.visibility,
+            progress=_progress("Trackio rows imported"),
+        )
+    except TrackioDirectoryError as exc:
+        print(f"tuneplane import trackio: {exc}", file=sys.stderr)
+        return 2
+    for line in notes.lines():
+        print(f"tuneplane: note: {line}", file=sys.stderr)
+    print(f"tuneplane: imported {totals.summary()}", file=sys.stderr)
+    return 0
+
+
+def _add_trackio_import(sources: Any) -> None:
+    trackio = sources.add_parser(
+        "trackio",
+        help="Trackio projects (metrics, system metrics, configs, alerts) into the database",
+        description="Import every Trackio project database (<project>.db) in DIR into the "
+        "server's database, idempotently: what is stored already is skipped. Trackio's files "
+        "are only read. With SQLite, stop the server first (or let `tuneplane serve` import "
+        "its own data directory).",
+    )
+    trackio.add_argument(
+        "directory",
+        nargs="?",
+        metavar="DIR",
+        help="Trackio's data directory (default: $TRACKIO_DIR or Trackio's own)",
+    )
+    trackio.add_argument(
+        "--visibility",
+        choices=["public", "private"],
+        help="visibility of projects this creates (default: $TUNEPLANE_DEFAULT_VISIBILITY)",
+    )
+    _add_database_options(trackio)
+    trackio.set_defaults(handler=_import_trackio)
+
+
 def _add_import_commands(commands: Any) -> None:
     parser = commands.add_parser("import", help="import other tools' evaluation results")
     sources = parser.add_subparsers(dest="import_command", required=True)
+    _add_trackio_import(sources)
     harbor = sources.add_parser(
         "harbor",
         help="Harbor trial directories and ATIF trajectories, into a snapshot",

@@ -34,6 +34,7 @@ from tuneplane.server import (
     streams,
     sweeper,
     trackio,
+    trackio_import,
     trajectories,
 )
 from tuneplane.server.access import authorize
@@ -115,10 +116,18 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         sweeping = asyncio.create_task(
             sweeper.sweep_forever(app.state.tuneplane, settings.sweep_interval)
         )
+        # Trackio databases in the data directory: imported beside the requests.
+        importing = (
+            asyncio.create_task(trackio_import.import_on_start(app.state.tuneplane))
+            if settings.trackio_import
+            else None
+        )
         try:
             yield
         finally:
             sweeping.cancel()
+            if importing is not None:
+                importing.cancel()
             opened.close()
 
     app = FastAPI(
