@@ -64,6 +64,8 @@ PRIVATE_REQUESTS: list[tuple[str, str, Any]] = [
     ("GET", _R + "/observations", None),
     ("GET", _R + "/evaluation", None),
     ("GET", _R + "/logs", None),
+    ("GET", _R + "/diagnoses", None),
+    ("POST", _R + "/diagnoses", None),
     ("GET", _R + "/trajectories", None),
     ("GET", _R + "/trajectories/1", None),
     ("POST", _S + "/runs", {"run": "r3"}),
@@ -82,7 +84,7 @@ READS = {
     for m, p, _ in PRIVATE_REQUESTS
     if m == "GET" and not p.endswith(("/access", "/members", "/shares"))
 }
-LOGS = {("GET", _R + "/logs")}
+LOGS = {("GET", _R + "/logs"), ("GET", _R + "/diagnoses")}
 #: Trajectory bodies: members with the content permission (and the administrator) only.
 BODIES = {("GET", _R + "/trajectories/1")}
 RUN_LEVEL_READS = {(m, p) for m, p in READS if "/runs/r1" in p or "runs=r1" in p} - {
@@ -92,6 +94,7 @@ EDITOR_WRITES = {
     ("GET", f"/projects/{SECRET_PROJECT}/access"),  # the page: editors manage share links there
     ("POST", _S + "/runs"),
     ("POST", _R + "/attempts"),
+    ("POST", _R + "/diagnoses"),
     ("POST", _R + "/shares"),
     ("GET", _S + "/shares"),
 }

@@ -54,6 +54,10 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"oom_reaper: reaped process",
             r"Memory cgroup out of memory",
             r"OOMKilled",
+            r"oom-kill event",
+            r"kernel: Killed process \d+",
+            r"exitcode\s*:\s*-9\b",
+            r"Signal 9 \(SIGKILL\)",
         ),
         "Give the job more host memory, or lower what it holds in RAM: fewer dataloader "
         "workers, streaming datasets, smaller CPU offload buffers.",
@@ -85,6 +89,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"ncclRemoteError",
             r"ncclInvalidUsage",
             r"ncclInvalidArgument",
+            r"\bNCCL WARN\b",
         ),
         "Rerun with NCCL_DEBUG=INFO to see which transport failed; check the network "
         "interfaces (NCCL_SOCKET_IFNAME), shared memory (/dev/shm) and that every rank sees "
@@ -113,7 +118,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"No such file or directory",
             r"does not appear to have a file named",
             r"is not a local folder and is not a valid model identifier",
-            r"Can't load (the )?(model|tokenizer|config|weights)",
+            r"Can't load (the )?(model|config|weights)",
             r"[Cc]heckpoint .*(not found|does not exist)",
             r"Error no file named",
         ),
@@ -148,6 +153,8 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"chat_template is not set",
             r"Couldn't instantiate the backend tokenizer",
             r"requires the SentencePiece library",
+            r"Can't load tokenizer",
+            r"untagged enum ModelWrapper",
         ),
         "Set a padding token (tokenizer.pad_token = tokenizer.eos_token), give the tokenizer "
         "a chat template, or install what it needs (sentencepiece, tokenizers).",
@@ -164,6 +171,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"for gradients from `parameters` is non-finite",
             r"returned nan values in its \d+th output",
             r"Detected (NaN|Inf|inf) ",
+            r"grad[ _]norm\s*[:=]\s*(nan|inf)\b",
             flags=re.IGNORECASE,
         ),
         "Lower the learning rate or raise warmup, clip gradients, use bf16 instead of fp16, "
@@ -181,19 +189,31 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"Signals\.SIGTERM",
             r"got signal: 15",
             r"spot (instance )?interruption",
-            r"CANCELLED AT .* DUE TO TIME LIMIT",
         ),
         "Resume from the last checkpoint (tuneplane run resumes the run and continues its "
         "steps); checkpoint more often on preemptible nodes, or ask for a longer time limit.",
         unless=re.compile(r"preempted\s*=\s*(false|0)", re.IGNORECASE),
     ),
     Pattern(
-        "ingest_unreachable",
-        "The telemetry server could not be reached",
+        "time_limit",
+        "The scheduler's time limit ended the job",
         "certain",
+        _any(r"DUE TO TIME LIMIT", r"TIMEOUT.*time limit", r"Job .* exceeded (its )?time limit"),
+        "Resume from the last checkpoint, ask for a longer time limit, or checkpoint often "
+        "enough that a limit loses little.",
+    ),
+    Pattern(
+        "ingest_unreachable",
+        "The telemetry or tracking server could not be reached",
+        "likely",
         _any(
             r"tuneplane: .*server unreachable",
             r"tuneplane: .*telemetry is off for .* is unreachable",
+            # The trackers people ran before, or beside: their endpoints fail the same way.
+            r"wandb: Network error",
+            r"wandb: ERROR .*(timed out|[Cc]onnection)",
+            r"^Retry attempt failed:$",
+            r"API request to \S+ failed with exception .*(Max retries exceeded|[Cc]onnection)",
         ),
         "Check TUNEPLANE_URL / TUNEPLANE_INGEST_URL from the training node (the address the "
         "workers use, not the dashboard's); set TUNEPLANE_SPOOL_DIR to keep points through "

@@ -128,6 +128,8 @@ def diagnose(evidence: Evidence) -> list[Finding]:
         kept = best.get(finding.code)
         if kept is None or CONFIDENCE_ORDER[finding.confidence] < CONFIDENCE_ORDER[kept.confidence]:
             best[finding.code] = finding
+    if "time_limit" in best:
+        best.pop("preempted", None)  # the SIGTERM came from the time limit
     ordered = sorted(best.values(), key=lambda f: CONFIDENCE_ORDER[f.confidence])
     # The exception comes after what explains it: it says where, the others say why.
     return ordered + ([exception] if exception is not None else [])

@@ -1,5 +1,11 @@
 """Python tracebacks in a log tail: the exception's type and message, and the innermost
-frame of the user's own code (not the interpreter's library, not an installed package)."""
+frame of the user's own code (not the interpreter's library, not an installed package).
+
+Real tails are untidy: launchers put a prefix before every line (``[rank0]:``, a worker's
+name and a timestamp), a tail may begin in the middle of a traceback or end inside the
+next one, and a paste may lose its indentation. So frames are found anywhere in a line,
+and the exception is the first line after a group of frames that is not their code.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +15,22 @@ from dataclasses import dataclass
 
 from tuneplane.diagnostics.evidence import LogLine
 
-_START = "Traceback (most recent call last):"
-_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
-# The first unindented line after the frames: "module.Type: message", or "Type" alone
-# (torch prints "torch.OutOfMemoryError: …").
-_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(: (?P<message>.*))?$")
-_LIBRARY = re.compile(r"(site-packages|dist-packages|/lib/python3\.\d+/|<frozen |^<)")
-#: Lines a traceback may have before its exception line that are not frames.
-_NOISE = re.compile(r"^\s*(\^+|~+|[~^ ]+)$")
+_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.*))?')
+_TYPED = re.compile(
+    r"(?:^|(?<=[\s\]>)|:]))(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*"
+    r"(?:Error|Exception|Exit|Interrupt|Failure|Warning|Full|Timeout|Fault))"
+    r"(?::\s?(?P<message>.*))?$"
+)
+_LIBRARY = re.compile(r"(site-packages|dist-packages|[/\\]lib[/\\]python3\.\d+[/\\]|<frozen |^<)")
+_CARETS = re.compile(r"^[\s~^]+$")
+#: What comes right after an exception line, or right before it, in a traceback whose
+#: frames the tail does not hold.
+_CHAINED = re.compile(r"The above exception was the direct cause|During handling of the above")
+_RAISE = re.compile(r"^\s+raise\b")
+#: Lines between two frames of one traceback at most (code, and two caret lines).
+_FRAME_GAP = 4
+#: Lines after a traceback's last frame in which its exception line must come.
+_EXCEPTION_WITHIN = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +38,6 @@ class Frame:
     path: str
     line: int
     function: str
-    code: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +45,8 @@ class ParsedTraceback:
     exception_type: str
     message: str
     frames: tuple[Frame, ...]
-    #: The tail's lines: where the traceback starts and its exception line.
+    #: The tail's lines: where the traceback starts (its header, or its first frame when
+    #: the tail holds no header), and the exception line.
     start: LogLine
     exception_line: LogLine
 
@@ -45,44 +59,75 @@ class ParsedTraceback:
         return None
 
 
-def _strip(text: str) -> str:
-    """A line without the prefixes launchers add (``[rank0]: ``, ``[default0]:``)."""
-    return re.sub(r"^(\[[\w:-]+\]:?\s?)+", "", text.rstrip("\n"))
-
-
-def _parse_from(lines: Sequence[LogLine], start: int) -> ParsedTraceback | None:
-    frames: list[Frame] = []
-    index = start + 1
-    while index < len(lines):
-        text = _strip(lines[index].text)
-        frame = _FRAME.match(text)
-        if frame:
-            code = None
-            following = _strip(lines[index + 1].text) if index + 1 < len(lines) else ""
-            if following.startswith("    ") and not _FRAME.match(following):
-                code = following.strip()
-                index += 1
-            frames.append(Frame(frame["path"], int(frame["line"]), frame["function"], code))
-        elif text.startswith(" ") or not text or _NOISE.match(text):
-            pass  # a code line, a caret line or a blank: still inside the traceback
+def _groups(lines: Sequence[LogLine]) -> list[list[int]]:
+    """Indexes of frame lines, grouped into tracebacks."""
+    groups: list[list[int]] = []
+    for position, line in enumerate(lines):
+        if _FRAME.search(line.text) is None:
+            continue
+        if groups and position - groups[-1][-1] <= _FRAME_GAP:
+            groups[-1].append(position)
         else:
-            found = _EXCEPTION.match(text.strip())
-            if found is None:
-                return None
-            return ParsedTraceback(
-                found["type"], (found["message"] or "").strip(), tuple(frames),
-                lines[start], lines[index],
-            )  # fmt: skip
-        index += 1
+            groups.append([position])
+    return groups
+
+
+def _exception_after(lines: Sequence[LogLine], last_frame: int) -> tuple[int, str, str] | None:
+    """(position, type, message) of the exception line after a group's last frame."""
+    frame_line = lines[last_frame].text
+    found = _FRAME.search(frame_line)
+    assert found is not None
+    prefix = frame_line[: found.start()].rstrip()
+    end = min(len(lines), last_frame + 1 + _EXCEPTION_WITHIN)
+    for position in range(last_frame + 1, end):
+        text = lines[position].text.rstrip()
+        typed = _TYPED.search(text)
+        if typed is not None:
+            return position, typed["type"], (typed["message"] or "").strip()
+        content = text[len(prefix) :] if prefix and text.startswith(prefix) else text
+        if not content.strip() or _CARETS.match(content) or content.startswith("    "):
+            continue  # the frame's code, its carets, a blank line
+        if position > last_frame + 1:
+            # Not indented, not a type: a message printed without its type.
+            return position, "an exception", content.strip()
+    return None
+
+
+def _lone_exception(lines: Sequence[LogLine]) -> ParsedTraceback | None:
+    """An exception line whose frames were cut off by the tail's start: it is followed by
+    the sentence chaining it to the next, or preceded by its ``raise``."""
+    for position in range(len(lines) - 1, -1, -1):
+        typed = _TYPED.search(lines[position].text.rstrip())
+        if typed is None:
+            continue
+        after = " ".join(line.text for line in lines[position + 1 : position + 3])
+        before = lines[position - 1].text if position else ""
+        if _CHAINED.search(after) or _RAISE.search(before):
+            message = (typed["message"] or "").strip()
+            return ParsedTraceback(typed["type"], message, (), lines[position], lines[position])
     return None
 
 
 def last_traceback(lines: Sequence[LogLine]) -> ParsedTraceback | None:
-    """The last complete traceback of the tail (the one that ended the process, when
-    exceptions were chained or several ranks printed theirs)."""
-    for position in range(len(lines) - 1, -1, -1):
-        if _strip(lines[position].text).strip() == _START:
-            parsed = _parse_from(lines, position)
-            if parsed is not None:
-                return parsed
+    """The last traceback of the tail that has its exception line (the one that ended the
+    process, when exceptions were chained or several ranks printed theirs)."""
+    found = _last_with_frames(lines)
+    return found if found is not None else _lone_exception(lines)
+
+
+def _last_with_frames(lines: Sequence[LogLine]) -> ParsedTraceback | None:
+    for group in reversed(_groups(lines)):
+        after = _exception_after(lines, group[-1])
+        if after is None:
+            continue
+        position, kind, message = after
+        frames = []
+        for index in group:
+            found = _FRAME.search(lines[index].text)
+            assert found is not None
+            frames.append(Frame(found["path"], int(found["line"]), found["function"] or "?"))
+        first = group[0]
+        if first and "Traceback (most recent call last)" in lines[first - 1].text:
+            first -= 1  # cite the traceback from its header
+        return ParsedTraceback(kind, message, tuple(frames), lines[first], lines[position])
     return None

@@ -138,6 +138,9 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("GET", _RUN + "/trajectories"): _READ,
     ("GET", _RUN + "/trajectories/{trajectory}"): Rule("read-trajectory-body"),
     ("DELETE", _RUN + "/trajectories"): Rule("manage-project"),
+    # Diagnoses cite log lines: they are read as the logs are; editors ask for another.
+    ("GET", _RUN + "/diagnoses"): Rule("read-logs"),
+    ("POST", _RUN + "/diagnoses"): Rule("write-run"),
     ("GET", _RUN + "/logs"): Rule("read-logs"),
     ("GET", _RUN + "/logs/stream"): Rule("read-logs"),
     # Writes by people.

@@ -20,6 +20,7 @@ from tuneplane import __version__
 from tuneplane.blobs import open_blob_store
 from tuneplane.contract.errors import TuneplaneError
 from tuneplane.server import (
+    diagnoses,
     evaluation,
     ingest,
     keys,
@@ -160,6 +161,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         logs.router,
         streams.router,
         evaluation.router,
+        diagnoses.router,
         runs.router,
         sdk_ingest.router,
         trajectories.router,

@@ -19,6 +19,7 @@ from tuneplane.contract.protocol import (
 )
 from tuneplane.server.auth import require_ingest_token
 from tuneplane.server.body import read_json
+from tuneplane.server.diagnoses import start_diagnosis
 from tuneplane.server.models import LogResult, ScalarResult
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
@@ -61,6 +62,8 @@ async def ingest_status(request: Request, scope: Scope) -> Response:
     state = app_state(request)
     await state.database.write(write_as, scope, runs.set_status, scope, report, key=scope.run_id)
     state.live.notify(scope.run_id)
+    if report.status == "failed":
+        start_diagnosis(state, scope.run_id, scope.attempt, "failed")
     return JSON({"status": report.status, "exit_code": report.exit_code})
 
 

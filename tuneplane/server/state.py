@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from dataclasses import dataclass, field
+from typing import Any
 
 from starlette.requests import HTTPConnection
 
@@ -50,6 +52,8 @@ class AppState:
     #: is checked by each write itself).
     known_tokens: dict[str, TokenScope] = field(default_factory=dict)
     first_admin: FirstAdmin = field(default_factory=FirstAdmin)
+    #: Work started by a request that outlives it (diagnoses): held so it is not collected.
+    background: set[asyncio.Task[Any]] = field(default_factory=set)
 
 
 def app_state(connection: HTTPConnection) -> AppState:

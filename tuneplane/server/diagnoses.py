@@ -1,0 +1,126 @@
+"""Failure diagnoses: made when an attempt ends failed, on request again; listed on the
+run page. A diagnosis runs beside ingest, never in its way: whatever becomes of it (done,
+failed, timed out) the run's status stays what the job reported."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Annotated, Any, Final
+
+from fastapi import APIRouter, Query, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from tuneplane.diagnostics import Evidence, LogLine, Series, diagnose
+from tuneplane.server.responses import JSON
+from tuneplane.server.state import AppState, app_state
+from tuneplane.store import catalog
+from tuneplane.store import diagnoses as records
+from tuneplane.store.diagnoses import AttemptEvidence
+
+router = APIRouter(prefix="/api/v1", tags=["diagnoses"])
+RUN = "/projects/{project}/runs/{run}"
+#: Seconds a diagnosis may take before it is recorded as failed.
+DIAGNOSIS_TIMEOUT: Final = 60.0
+logger = logging.getLogger("tuneplane")
+
+
+def evidence_of(stored: AttemptEvidence, ending: str) -> Evidence:
+    return Evidence(
+        lines=[
+            LogLine(index, "stderr" if stream == "stderr" else "stdout", text)
+            for index, (stream, text) in enumerate(stored.lines)
+        ],
+        exit_code=stored.exit_code,
+        ending=ending,
+        series=[Series(name, values) for name, values in stored.series],
+        transport=stored.health,
+        config=stored.config,
+    )
+
+
+def _gather_and_diagnose(state: AppState, run_id: int, attempt: int, ending: str) -> list[Any]:
+    with state.database.connect() as connection:
+        stored = records.gather(connection, run_id, attempt)
+    return [finding.to_json() for finding in diagnose(evidence_of(stored, ending))]
+
+
+async def run_diagnosis(state: AppState, run_id: int, attempt: int, trigger: str) -> int | None:
+    """Diagnose one attempt and record the outcome (None: diagnosed already). Only a
+    re-run's own errors (no such attempt, the store down) reach the caller."""
+    diagnosis = await state.database.write(records.begin, run_id, attempt, trigger, key=run_id)
+    if diagnosis is None:
+        return None
+    ending = "lost" if trigger == "lost" else "failed"
+    findings: list[Any] | None = None
+    error: str | None = None
+    try:
+        findings = await asyncio.wait_for(
+            run_in_threadpool(_gather_and_diagnose, state, run_id, attempt, ending),
+            DIAGNOSIS_TIMEOUT,
+        )
+    except TimeoutError:
+        error = f"the diagnosis took longer than {DIAGNOSIS_TIMEOUT:g} s"
+    except Exception as exc:  # a diagnosis that fails is recorded as failed, nothing more
+        error = f"{type(exc).__name__}: {exc}"
+    try:
+        await state.database.write(records.finish, diagnosis, findings, error, key=run_id)
+    except Exception as exc:
+        logger.warning("tuneplane: diagnosis %d could not be recorded: %s", diagnosis, exc)
+    else:
+        state.live.notify(run_id)
+    return diagnosis
+
+
+async def _diagnose_quietly(state: AppState, run_id: int, attempt: int, trigger: str) -> None:
+    try:
+        await run_diagnosis(state, run_id, attempt, trigger)
+    except Exception as exc:  # the store is down, say: the job's status is stored already
+        logger.warning("tuneplane: no diagnosis of run %d attempt %d: %s", run_id, attempt, exc)
+
+
+def start_diagnosis(state: AppState, run_id: int, attempt: int, trigger: str) -> None:
+    """In the background: the request that ended the attempt is answered at once."""
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(_diagnose_quietly(state, run_id, attempt, trigger))
+    state.background.add(task)
+    task.add_done_callback(state.background.discard)
+
+
+@router.get(RUN + "/diagnoses")
+def list_diagnoses(request: Request, project: str, run: str) -> Response:
+    """The run's diagnoses, newest first: each with its attempt, what triggered it, its
+    state (``running``, ``done``, ``failed``), findings (code, title, confidence, detail,
+    next action, the log lines or metric points cited) or the error that stopped it."""
+    with app_state(request).database.connect() as connection:
+        run_id = catalog.get_run(connection, project, run).id
+        found = records.list_diagnoses(connection, run_id)
+    return JSON({"diagnoses": found})
+
+
+@router.post(RUN + "/diagnoses", status_code=201)
+async def rerun_diagnosis(
+    request: Request,
+    project: str,
+    run: str,
+    attempt: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+) -> Response:
+    """Diagnose an attempt again (default: the latest) and answer its record."""
+    state = app_state(request)
+
+    def find() -> tuple[int, int]:
+        with state.database.connect() as connection:
+            found = catalog.get_run(connection, project, run)
+            return found.id, attempt or found.attempt_count
+
+    run_id, chosen = await run_in_threadpool(find)
+    diagnosis = await run_diagnosis(state, run_id, chosen, "rerun")
+    assert diagnosis is not None  # a re-run always makes one
+
+    def read() -> dict[str, Any]:
+        with state.database.connect() as connection:
+            rows = records.list_diagnoses(connection, run_id)
+        return next(row for row in rows if row["id"] == diagnosis)
+
+    return JSON(await run_in_threadpool(read), status_code=201)
