@@ -121,6 +121,14 @@ SERVE_CASES = [
     ],
     *[
         (
+            "TUNEPLANE_TRACKIO_IMPORT",
+            raw,
+            f"TUNEPLANE_TRACKIO_IMPORT={raw!r}: must be on or off",
+        )
+        for raw in ("yes", "ON", "1", "false")
+    ],
+    *[
+        (
             "TUNEPLANE_DEFAULT_VISIBILITY",
             raw,
             f"TUNEPLANE_DEFAULT_VISIBILITY={raw!r}: must be public or private",
