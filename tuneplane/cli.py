@@ -64,7 +64,11 @@ def _serve(args: argparse.Namespace) -> int:
     from tuneplane.server.settings import Settings
 
     settings = Settings.from_env(
-        data_dir=args.data_dir, database_url=args.database_url, host=args.host, port=args.port
+        data_dir=args.data_dir,
+        database_url=args.database_url,
+        host=args.host,
+        port=args.port,
+        root_path=args.root_path,
     )
     app = create_app(settings)
     # Building the API description prepares every route's request and response models,
@@ -73,7 +77,7 @@ def _serve(args: argparse.Namespace) -> int:
     _tune_interpreter()
     _log_to_stderr(args.log_level)
     ingest = "enabled" if settings.ingest_secret else "disabled (set TUNEPLANE_INGEST_SECRET)"
-    address = f"http://{settings.host}:{settings.port}"
+    address = f"http://{settings.host}:{settings.port}{settings.root_path}"
     print(
         f"tuneplane {__version__}: {address} "
         f"on {_describe(settings.database_url)}; ingestion {ingest}",
@@ -321,6 +325,53 @@ def _import_harbor(args: argparse.Namespace) -> int:
     return 0 if reporter is None else _deliver(reporter, [snapshot], args.out)
 
 
+def _val_upload_samples() -> int | None:
+    """The job's TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES (SettingError when it breaks its rule)."""
+    import os
+
+    from tuneplane.client.settings import VAL_UPLOAD_SAMPLES
+    from tuneplane.contract.settings import Reader
+
+    reader = Reader(os.environ)
+    value = reader.get(VAL_UPLOAD_SAMPLES)
+    reader.done()
+    return value
+
+
+def _import_lm_eval(args: argparse.Namespace) -> int:
+    from tuneplane.importers.lm_eval import import_lm_eval, write_snapshots
+    from tuneplane.importers.problems import ImportRefused
+    from tuneplane.importers.snapshot import summary
+    from tuneplane.importers.text import load_redactor
+
+    text_samples = _val_upload_samples()
+    reporter = _job_reporter("import lm-eval") if args.upload else None
+    if args.upload and reporter is None:
+        return 2
+    try:
+        redactor = load_redactor(args.redactor) if args.redactor else None
+        imported = import_lm_eval(
+            args.path,
+            text_samples=text_samples,
+            redactor=redactor,
+            progress=_progress("tasks read"),
+        )
+        written = write_snapshots(imported, args.out)
+    except ImportRefused as refused:
+        if reporter is not None:
+            reporter.close()
+        return _refused(refused)
+    for warning in imported.warnings:
+        print(f"tuneplane: warning: {warning}", file=sys.stderr)
+    for snapshot in imported.snapshots.values():
+        for line in summary(snapshot):
+            print(f"tuneplane: {line}", file=sys.stderr)
+    print(f"tuneplane: {len(written)} snapshots written to {args.out}", file=sys.stderr)
+    if reporter is None:
+        return 0
+    return _deliver(reporter, list(imported.snapshots.values()), args.out)
+
+
 def _import_upload(args: argparse.Namespace) -> int:
     from tuneplane.importers.problems import ImportRefused
     from tuneplane.importers.snapshot import read_snapshots
@@ -409,6 +460,20 @@ def _add_import_commands(commands: Any) -> None:
         "--example-plan", action="store_true", help="print an example plan and exit"
     )
     harbor.set_defaults(handler=_import_harbor)
+    lm_eval = sources.add_parser(
+        "lm-eval",
+        help="an lm-eval run's results and samples, into one snapshot per task",
+        description="Read an lm-eval output directory (results_*.json and the "
+        "samples_<task>_*.jsonl beside it, docs/import.md) into one snapshot per task: one "
+        "trial per document.",
+    )
+    lm_eval.add_argument(
+        "path", metavar="DIR", help="lm_eval's --output_path (or one results_*.json in it)"
+    )
+    lm_eval.add_argument("--out", required=True, help="the directory to write snapshots to")
+    lm_eval.add_argument("--redactor", help="module:function applied to all text first")
+    _add_upload_flag(lm_eval)
+    lm_eval.set_defaults(handler=_import_lm_eval)
     upload = sources.add_parser(
         "upload",
         help="deliver saved snapshots to the current run (inside `tuneplane run`)",
@@ -442,6 +507,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="listen address (default: $TUNEPLANE_HOST or 127.0.0.1)")
     # Checked with $TUNEPLANE_PORT's rule, so both say the same thing when wrong.
     serve.add_argument("--port", help="listen port (default: $TUNEPLANE_PORT or 8000)")
+    serve.add_argument(
+        "--root-path",
+        help="the path prefix a reverse proxy serves this under, such as /tuneplane "
+        "(default: $TUNEPLANE_ROOT_PATH or none)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     serve.add_argument("--access-log", action="store_true", help="log every request")
     serve.set_defaults(handler=_serve)

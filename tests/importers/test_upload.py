@@ -13,6 +13,7 @@ from tests.client.runs import Server, runner_env
 from tests.client.world import Fate, proxy
 from tests.importers.cohort import DATAGEN, plan, write_plan
 from tests.importers.jobs import body, events, job, rounds, trajectories, trials
+from tests.importers.lm_eval_runs import LMEH, record, results, write_run
 from tests.importers.test_import import FIXTURE_TRIALS
 from tuneplane.importers.snapshot import CHECKPOINT_EVENT, read_snapshot
 
@@ -141,3 +142,45 @@ def test_a_superseded_token_fails_the_upload_and_a_new_job_completes_it(
     again = job(server, run, f"$TUNEPLANE import upload {shlex.quote(str(out))}")
     assert again.returncode == 0, again.stderr
     assert_the_fixture_round_arrived(server, run, out, attempt=3)
+
+
+def test_lm_eval_uploads_after_lm_eval_in_the_same_job(server: Server, tmp_path: Path) -> None:
+    run = f"lm-eval-upload-{tmp_path.name}"
+    mine = write_run(
+        tmp_path / "lm-eval-out" / "org__m",
+        results({"arith": 200}),
+        {"arith": [record(i, float(i % 3 == 0)) for i in range(200)]},
+    )
+    first, second = tmp_path / "fixture-snapshots", tmp_path / "arith-snapshots"
+    script = " && ".join(
+        [
+            f"$TUNEPLANE import lm-eval {shlex.quote(str(LMEH))} --out {first} --upload",
+            f"$TUNEPLANE import lm-eval {shlex.quote(str(mine.parent))} --out {second} --upload",
+            f"$TUNEPLANE import upload {first} {second}",
+        ]
+    )
+    done = job(server, run, script)
+    assert done.returncode == 0, done.stderr
+    gsm8k = read_snapshot(str(first / "gsm8k.json")).round_id
+    arith = read_snapshot(str(second / "arith.json")).round_id
+    found = rounds(server, run)
+    assert sorted(found) == sorted([gsm8k, arith])
+    assert found[gsm8k]["expected"] == 1319
+    assert found[gsm8k]["task"] == {"name": "gsm8k", "version": "3.0"}
+    assert (found[gsm8k]["counts"]["failure"], found[gsm8k]["counts"]["reported"]) == (3, 3)
+    assert found[gsm8k]["not_yet_reported"]["value"] == 1316
+    counts = found[arith]["counts"]
+    assert (counts["success"], counts["failure"], counts["reported"]) == (67, 133, 200)
+    assert found[arith]["scoring_coverage"]["value"] == 1.0
+    assert sorted(found[arith]["digests"]) == ["cohort", "dataset", "settings", "verifier"]
+    page = trials(server, run, arith)
+    assert (page["doc-3"]["status"], page["doc-4"]["status"]) == ("success", "failure")
+    # 200 documents keep 32 texts; the fixture's three all keep theirs.
+    assert len(trajectories(server, run, arith)) == 32
+    (item, *_) = trajectories(server, run, gsm8k)
+    stored = body(server, run, item)
+    assert stored["messages"][0]["content"].startswith("Question: Jen and Tyler")
+    # The replay of both snapshots added nothing.
+    replay = [line for line in done.stderr.splitlines() if "delivered:" in line][2:]
+    assert len(replay) == 2
+    assert all("(0 new," in line for line in replay), replay
