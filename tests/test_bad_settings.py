@@ -93,6 +93,28 @@ SERVE_CASES = [
         ("TUNEPLANE_BODY_TIMEOUT", raw, f"TUNEPLANE_BODY_TIMEOUT={raw!r}: {BODY_SECONDS}")
         for raw in ("nan", "0", "forever")
     ],
+    ("TUNEPLANE_DIAGNOSIS_URL", "llm:8000", f"TUNEPLANE_DIAGNOSIS_URL='llm:8000': {URLS}"),
+    (
+        "TUNEPLANE_DIAGNOSIS_MODEL",
+        "two words",
+        "TUNEPLANE_DIAGNOSIS_MODEL='two words': must be a model name: printable ASCII without "
+        "spaces",
+    ),
+    (
+        "TUNEPLANE_DIAGNOSIS_KEY",
+        "a key",
+        "TUNEPLANE_DIAGNOSIS_KEY (value hidden): must be an API key (printable ASCII without "
+        "spaces)",
+    ),
+    *[
+        (
+            "TUNEPLANE_LOST_HEARTBEAT_SECONDS",
+            raw,
+            f"TUNEPLANE_LOST_HEARTBEAT_SECONDS={raw!r}: must be a finite number of seconds "
+            "greater than 0 and at most 86400",
+        )
+        for raw in ("0", "never")
+    ],
     *[
         (
             "TUNEPLANE_BLOB_URL",

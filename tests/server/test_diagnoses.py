@@ -3,15 +3,19 @@ failed, from its logs and metrics; re-run on request; never touching the run's s
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
 
 import pytest
 from fastapi.testclient import TestClient
 
 from tuneplane.server.app import create_app
-from tuneplane.server.settings import Settings
+from tuneplane.server.settings import DiagnosisSettings, Secret, Settings
 
 RUN = "/api/v1/projects/demo/runs/job"
 OOM = """\
@@ -24,12 +28,16 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
 capacity of 79.10 GiB of which 1.06 GiB is free."""
 
 
-@pytest.fixture
-def api(settings: Settings) -> Iterator[TestClient]:
+def _client(settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         key = (settings.data_dir / "admin.key").read_text().strip()
         client.headers["Authorization"] = f"Bearer {key}"
         yield client
+
+
+@pytest.fixture
+def api(settings: Settings) -> Iterator[TestClient]:
+    yield from _client(settings)
 
 
 def start(api: TestClient) -> dict[str, str]:
@@ -106,3 +114,104 @@ def test_a_diagnosis_is_run_again_on_request(api: TestClient) -> None:
     missing = api.post(RUN + "/diagnoses", params={"attempt": 9})
     assert missing.status_code == 404
     assert "no execution attempt 9" in missing.json()["error"]["message"]
+
+
+class _ChatCompletions(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint on loopback: records each request, answers as told."""
+
+    received: ClassVar[list[tuple[dict[str, str], dict[str, Any]]]] = []
+    status: ClassVar[int] = 200
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        self.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+        answer = {"choices": [{"message": {"role": "assistant", "content": "Lower the batch."}}]}
+        payload = json.dumps(answer if self.status == 200 else {"error": "down"}).encode()
+        self.send_response(self.status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def llm() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatCompletions)
+    _ChatCompletions.received.clear()
+    _ChatCompletions.status = 200
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def _explained(settings: Settings, llm: str) -> Iterator[TestClient]:
+    configured = dataclasses.replace(
+        settings, diagnosis=DiagnosisSettings(llm, "tiny-model", Secret("sk-diagnosis-key"))
+    )
+    yield from _client(configured)
+
+
+def test_a_configured_language_model_explains_beside_the_findings(
+    settings: Settings, llm: str
+) -> None:
+    for api in _explained(settings, llm):
+        token = start(api)
+        log(api, token, "export HF_TOKEN=hf_abcdefghijklmnopqrstuv password=hunter2\n" + OOM)
+        end(api, token, 1)
+        deadline = time.monotonic() + 20
+        while (diagnoses(api)[0]["explanation"] or {}).get("state") != "done":
+            assert time.monotonic() < deadline, diagnoses(api)
+            time.sleep(0.05)
+        (diagnosis,) = diagnoses(api)
+        assert diagnosis["explanation"] == {"state": "done", "model": "tiny-model",
+                                            "text": "Lower the batch."}  # fmt: skip
+        assert [f["code"] for f in diagnosis["findings"]] == ["cuda_oom", "python_exception"]
+    ((headers, body),) = _ChatCompletions.received
+    assert headers["authorization"] == "Bearer sk-diagnosis-key"
+    assert body["model"] == "tiny-model"
+    sent = body["messages"][1]["content"]
+    assert "CUDA out of memory" in sent
+    assert "cuda_oom" in sent
+    assert "hf_abcdefghijklmnopqrstuv" not in sent
+    assert "hunter2" not in sent
+    assert "[redacted]" in sent
+
+
+def test_a_failing_language_model_leaves_the_findings_and_the_status(
+    settings: Settings, llm: str
+) -> None:
+    _ChatCompletions.status = 500
+    for api in _explained(settings, llm):
+        token = start(api)
+        log(api, token, OOM)
+        end(api, token, 1)
+        deadline = time.monotonic() + 20
+        while (diagnoses(api)[0]["explanation"] or {}).get("state") != "failed":
+            assert time.monotonic() < deadline, diagnoses(api)
+            time.sleep(0.05)
+        (diagnosis,) = diagnoses(api)
+        assert diagnosis["state"] == "done"
+        assert "answered 500" in diagnosis["explanation"]["error"]
+        assert api.get(RUN).json()["status"] == "failed"
+
+
+def test_an_attempt_whose_heartbeat_stopped_is_diagnosed_as_lost(settings: Settings) -> None:
+    quick = dataclasses.replace(settings, lost_heartbeat=0.4)
+    for api in _client(quick):
+        token = start(api)
+        running = api.post("/api/v1/ingest/status", json={"status": "running"}, headers=token)
+        assert running.status_code == 200, running.text
+        beat = {"queued": 0, "sent": 0, "dropped": 0, "failed_sends": 0, "queue_size": 0,
+                "queue_capacity": 10, "interval": 10}  # fmt: skip
+        assert api.post("/api/v1/ingest/heartbeat", json=beat, headers=token).status_code == 200
+        (diagnosis,) = diagnoses(api)
+        assert (diagnosis["trigger"], diagnosis["state"]) == ("lost", "done")
+        assert [f["code"] for f in diagnosis["findings"]] == ["heartbeat_lost"]
+        assert api.get(RUN).json()["status"] == "running"  # unknown health is not a failure
+        time.sleep(0.5)
+        assert len(diagnoses(api)) == 1  # once

@@ -139,6 +139,9 @@ ROLLOUT_SAMPLES_PER_STEP: Final = 32
 TRAJECTORY_DAYS_DEFAULT: Final = 7
 #: Seconds between two sweeps of expired and deleted bodies (``TUNEPLANE_SWEEP_INTERVAL``).
 SWEEP_INTERVAL_SECONDS_DEFAULT: Final = 3600.0
+#: Seconds without a heartbeat before a running attempt is diagnosed as lost
+#: (``TUNEPLANE_LOST_HEARTBEAT_SECONDS``).
+LOST_HEARTBEAT_SECONDS_DEFAULT: Final = 600.0
 #: Seconds after which a body written without its index row is an orphan to delete.
 PENDING_BODY_SECONDS: Final = 3600.0
 #: Bodies one sweep (or one early deletion) removes per transaction, so that it never

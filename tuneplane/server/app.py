@@ -117,6 +117,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         sweeping = asyncio.create_task(
             sweeper.sweep_forever(app.state.tuneplane, settings.sweep_interval)
         )
+        watching = asyncio.create_task(diagnoses.watch_lost_attempts(app.state.tuneplane))
         # Trackio databases in the data directory: imported beside the requests.
         importing = (
             asyncio.create_task(trackio_import.import_on_start(app.state.tuneplane))
@@ -127,6 +128,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
             yield
         finally:
             sweeping.cancel()
+            watching.cancel()
             if importing is not None:
                 importing.cancel()
             opened.close()

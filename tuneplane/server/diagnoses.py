@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Annotated, Any, Final
 
+import httpx
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from tuneplane.diagnostics import Evidence, LogLine, Series, diagnose
+from tuneplane.diagnostics import Evidence, Finding, LogLine, Series, diagnose, explain
 from tuneplane.server.responses import JSON
+from tuneplane.server.settings import DiagnosisSettings
 from tuneplane.server.state import AppState, app_state
 from tuneplane.store import catalog
 from tuneplane.store import diagnoses as records
@@ -21,8 +24,10 @@ from tuneplane.store.diagnoses import AttemptEvidence
 
 router = APIRouter(prefix="/api/v1", tags=["diagnoses"])
 RUN = "/projects/{project}/runs/{run}"
-#: Seconds a diagnosis may take before it is recorded as failed.
+#: Seconds a diagnosis may take before it is recorded as failed, and the language model
+#: its explanation.
 DIAGNOSIS_TIMEOUT: Final = 60.0
+EXPLAIN_TIMEOUT: Final = 120.0
 logger = logging.getLogger("tuneplane")
 
 
@@ -40,36 +45,69 @@ def evidence_of(stored: AttemptEvidence, ending: str) -> Evidence:
     )
 
 
-def _gather_and_diagnose(state: AppState, run_id: int, attempt: int, ending: str) -> list[Any]:
+def _gather(state: AppState, run_id: int, attempt: int, ending: str) -> Evidence:
     with state.database.connect() as connection:
-        stored = records.gather(connection, run_id, attempt)
-    return [finding.to_json() for finding in diagnose(evidence_of(stored, ending))]
+        return evidence_of(records.gather(connection, run_id, attempt), ending)
+
+
+async def _findings(
+    state: AppState, run_id: int, attempt: int, ending: str
+) -> tuple[Evidence | None, list[Finding] | None, str | None]:
+    """(evidence, findings, None), or (…, None, why the diagnosis failed)."""
+    evidence = None
+    try:
+        evidence = await asyncio.wait_for(
+            run_in_threadpool(_gather, state, run_id, attempt, ending), DIAGNOSIS_TIMEOUT
+        )
+        return evidence, diagnose(evidence), None
+    except TimeoutError:
+        return evidence, None, f"the diagnosis took longer than {DIAGNOSIS_TIMEOUT:g} s"
+    except Exception as exc:  # a diagnosis that fails is recorded as failed, nothing more
+        return evidence, None, f"{type(exc).__name__}: {exc}"
+
+
+async def _explanation(
+    settings: DiagnosisSettings, evidence: Evidence, findings: list[Finding]
+) -> dict[str, Any]:
+    """The language model's explanation, or why there is none; never raises."""
+    headers = {} if settings.key is None else {"Authorization": f"Bearer {settings.key.reveal()}"}
+    body = explain.request_body(settings.model, evidence, findings)
+    try:
+        async with httpx.AsyncClient(timeout=EXPLAIN_TIMEOUT) as client:
+            answer = await client.post(
+                settings.url + "/chat/completions", json=body, headers=headers
+            )
+        if answer.status_code != 200:
+            raise ValueError(f"{settings.url} answered {answer.status_code}")
+        text = explain.read_answer(answer.json())
+    except (httpx.HTTPError, ValueError) as exc:
+        return {"state": "failed", "model": settings.model, "error": str(exc) or type(exc).__name__}
+    return {"state": "done", "model": settings.model, "text": text}
 
 
 async def run_diagnosis(state: AppState, run_id: int, attempt: int, trigger: str) -> int | None:
-    """Diagnose one attempt and record the outcome (None: diagnosed already). Only a
-    re-run's own errors (no such attempt, the store down) reach the caller."""
+    """Diagnose one attempt and record the outcome (None: diagnosed already): the rule
+    findings first, then, when configured, the written explanation. Only a re-run's own
+    errors (no such attempt, the store down) reach the caller."""
     diagnosis = await state.database.write(records.begin, run_id, attempt, trigger, key=run_id)
     if diagnosis is None:
         return None
-    ending = "lost" if trigger == "lost" else "failed"
-    findings: list[Any] | None = None
-    error: str | None = None
+    evidence, findings, error = await _findings(
+        state, run_id, attempt, "lost" if trigger == "lost" else "failed"
+    )
+    as_json = None if findings is None else [finding.to_json() for finding in findings]
     try:
-        findings = await asyncio.wait_for(
-            run_in_threadpool(_gather_and_diagnose, state, run_id, attempt, ending),
-            DIAGNOSIS_TIMEOUT,
-        )
-    except TimeoutError:
-        error = f"the diagnosis took longer than {DIAGNOSIS_TIMEOUT:g} s"
-    except Exception as exc:  # a diagnosis that fails is recorded as failed, nothing more
-        error = f"{type(exc).__name__}: {exc}"
-    try:
-        await state.database.write(records.finish, diagnosis, findings, error, key=run_id)
+        await state.database.write(records.finish, diagnosis, as_json, error, key=run_id)
+        state.live.notify(run_id)
+        llm = state.settings.diagnosis
+        if llm is not None and evidence is not None and findings is not None:
+            pending = {"state": "running", "model": llm.model}
+            await state.database.write(records.explain, diagnosis, pending, key=run_id)
+            explanation = await _explanation(llm, evidence, findings)
+            await state.database.write(records.explain, diagnosis, explanation, key=run_id)
+            state.live.notify(run_id)
     except Exception as exc:
         logger.warning("tuneplane: diagnosis %d could not be recorded: %s", diagnosis, exc)
-    else:
-        state.live.notify(run_id)
     return diagnosis
 
 
@@ -86,6 +124,31 @@ def start_diagnosis(state: AppState, run_id: int, attempt: int, trigger: str) ->
     task = loop.create_task(_diagnose_quietly(state, run_id, attempt, trigger))
     state.background.add(task)
     task.add_done_callback(state.background.discard)
+
+
+def _lost(state: AppState) -> list[tuple[int, int]]:
+    with state.database.connect() as connection:
+        return records.lost_attempts(connection, time.time() - state.settings.lost_heartbeat)
+
+
+async def diagnose_lost_attempts(state: AppState) -> int:
+    """Diagnose every running attempt whose heartbeat stopped longer ago than the
+    setting says (once each); their status stays what it was."""
+    lost = await run_in_threadpool(_lost, state)
+    for run_id, attempt in lost:
+        await _diagnose_quietly(state, run_id, attempt, "lost")
+    return len(lost)
+
+
+async def watch_lost_attempts(state: AppState) -> None:
+    """Look for lost attempts a few times per heartbeat timeout, for the server's life."""
+    interval = min(60.0, state.settings.lost_heartbeat / 4)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await diagnose_lost_attempts(state)
+        except Exception as exc:  # the store is down, say: the next look tries again
+            logger.warning("tuneplane: looking for lost attempts failed: %s", exc)
 
 
 @router.get(RUN + "/diagnoses")

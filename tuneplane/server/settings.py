@@ -25,6 +25,7 @@ from tuneplane.contract.limits import (
     BODY_TIMEOUT_SECONDS_MAX,
     INGEST_TOKEN_DAYS_DEFAULT,
     INGEST_TOKEN_DAYS_MAX,
+    LOST_HEARTBEAT_SECONDS_DEFAULT,
     SWEEP_INTERVAL_SECONDS_DEFAULT,
     TRAJECTORY_DAYS_DEFAULT,
 )
@@ -185,6 +186,34 @@ TRACKIO_IMPORT: Final = Setting(
     default_text="on",
 )
 
+DIAGNOSIS_URL: Final = Setting(
+    "TUNEPLANE_DIAGNOSIS_URL",
+    HTTP_URL,
+    None,
+    "An OpenAI-compatible API (its base URL, e.g. http://llm:8000/v1) that writes an "
+    "explanation beside the rule findings of each diagnosis; unset: rule findings only.",
+)
+DIAGNOSIS_MODEL: Final = Setting(
+    "TUNEPLANE_DIAGNOSIS_MODEL",
+    rules.text("must be a model name: printable ASCII without spaces"),
+    None,
+    "The model TUNEPLANE_DIAGNOSIS_URL is asked for (required with it).",
+)
+DIAGNOSIS_KEY: Final = Setting(
+    "TUNEPLANE_DIAGNOSIS_KEY",
+    credential("", "an API key"),
+    None,
+    "The bearer key of TUNEPLANE_DIAGNOSIS_URL, when it wants one (never printed).",
+)
+LOST_HEARTBEAT: Final = Setting(
+    "TUNEPLANE_LOST_HEARTBEAT_SECONDS",
+    number("seconds", 86400, zero=False),
+    LOST_HEARTBEAT_SECONDS_DEFAULT,
+    "Seconds without a heartbeat after which a running attempt is diagnosed as lost (its "
+    "status stays what it was: unknown health is not a failure).",
+    default_text=f"{LOST_HEARTBEAT_SECONDS_DEFAULT:g}",
+)
+
 OIDC_ISSUER: Final = Setting(
     "TUNEPLANE_OIDC_ISSUER",
     rules.Rule(
@@ -276,6 +305,10 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     TRAJECTORY_DAYS,
     SWEEP_INTERVAL,
     TRACKIO_IMPORT,
+    DIAGNOSIS_URL,
+    DIAGNOSIS_MODEL,
+    DIAGNOSIS_KEY,
+    LOST_HEARTBEAT,
     *_OIDC_SETTINGS,
 )
 
@@ -290,6 +323,15 @@ class OidcSettings:
     allow: oidc.AllowList
     org_claim: str = "groups"
     name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosisSettings:
+    """The optional language model that explains a diagnosis."""
+
+    url: str
+    model: str
+    key: Secret | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +351,8 @@ class Settings:
     trajectory_days: float = TRAJECTORY_DAYS_DEFAULT
     sweep_interval: float = SWEEP_INTERVAL_SECONDS_DEFAULT
     trackio_import: bool = True
+    diagnosis: DiagnosisSettings | None = None
+    lost_heartbeat: float = LOST_HEARTBEAT_SECONDS_DEFAULT
 
     @classmethod
     def from_env(
@@ -342,9 +386,29 @@ class Settings:
             trajectory_days=reader.read(TRAJECTORY_DAYS),
             sweep_interval=reader.read(SWEEP_INTERVAL),
             trackio_import=reader.read(TRACKIO_IMPORT),
+            diagnosis=_diagnosis(reader),
+            lost_heartbeat=reader.read(LOST_HEARTBEAT),
         )
         reader.done()
         return settings
+
+
+def _diagnosis(reader: Reader) -> DiagnosisSettings | None:
+    url, model, key = (reader.get(DIAGNOSIS_URL), reader.get(DIAGNOSIS_MODEL),
+                       reader.get(DIAGNOSIS_KEY))  # fmt: skip
+    if url is None:
+        # Bad values are on the list already: only good ones lack their URL.
+        given = [s.name for s, v in ((DIAGNOSIS_MODEL, model), (DIAGNOSIS_KEY, key)) if v]
+        if given and not reader.environ.get(DIAGNOSIS_URL.name):
+            reader.problems.append(f"{', '.join(given)}: set without TUNEPLANE_DIAGNOSIS_URL")
+        return None
+    if model is None:
+        if not reader.environ.get(DIAGNOSIS_MODEL.name):
+            reader.problems.append(
+                "TUNEPLANE_DIAGNOSIS_URL is set: TUNEPLANE_DIAGNOSIS_MODEL must be too"
+            )
+        return None
+    return DiagnosisSettings(url.rstrip("/"), model, Secret(key) if key else None)
 
 
 def _oidc(reader: Reader) -> OidcSettings | None:

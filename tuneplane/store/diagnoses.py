@@ -133,6 +133,32 @@ def finish(
     )
 
 
+def explain(connection: Connection, diagnosis: int, explanation: dict[str, Any]) -> None:
+    connection.execute(
+        update(diagnoses).where(diagnoses.c.id == diagnosis).values(explanation=explanation)
+    )
+
+
+def lost_attempts(connection: Connection, before: float) -> list[tuple[int, int]]:
+    """(run, attempt) of the latest attempts still running whose last heartbeat is older
+    than ``before``, not diagnosed yet."""
+    diagnosed = select(diagnoses.c.id).where(
+        diagnoses.c.run_id == attempts.c.run_id, diagnoses.c.attempt == attempts.c.attempt
+    )
+    query = (
+        select(attempts.c.run_id, attempts.c.attempt)
+        .join(runs, (runs.c.id == attempts.c.run_id) & (runs.c.attempt_count == attempts.c.attempt))
+        .where(
+            attempts.c.status == "running",
+            runs.c.health_at.is_not(None),
+            runs.c.health_at < before,
+            ~diagnosed.exists(),
+        )
+        .limit(100)
+    )
+    return [(int(run_id), int(attempt)) for run_id, attempt in connection.execute(query)]
+
+
 def was_diagnosed(connection: Connection, run_id: int, attempt: int) -> bool:
     found = connection.execute(
         select(diagnoses.c.id).where(diagnoses.c.run_id == run_id, diagnoses.c.attempt == attempt)
@@ -155,6 +181,7 @@ def list_diagnoses(connection: Connection, run_id: int, limit: int = 20) -> list
             "state": row.state,
             "findings": row.findings,
             "error": row.error,
+            "explanation": row.explanation,
             "created_at": row.created_at,
             "finished_at": row.finished_at,
         }

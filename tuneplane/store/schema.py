@@ -455,6 +455,8 @@ diagnoses = Table(
     Column("state", String(8), nullable=False),
     Column("findings", JSON, nullable=True),
     Column("error", String(1024), nullable=True),
+    # The optional language model's: {"state", "model", "text" or "error"}.
+    Column("explanation", JSON, nullable=True),
     Column("created_at", Float, nullable=False),
     Column("finished_at", Float, nullable=True),
 )

@@ -23,6 +23,7 @@ def upgrade() -> None:
         sa.Column("state", sa.String(8), nullable=False),
         sa.Column("findings", sa.JSON(), nullable=True),
         sa.Column("error", sa.String(1024), nullable=True),
+        sa.Column("explanation", sa.JSON(), nullable=True),
         sa.Column("created_at", sa.Float(), nullable=False),
         sa.Column("finished_at", sa.Float(), nullable=True),
     )

@@ -1,0 +1,106 @@
+"""The optional written explanation: the same evidence the rules read, bounded and with
+secrets taken out, as the messages of an OpenAI-compatible chat completion. Building the
+request and reading the answer are pure; the server sends it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Final
+
+import orjson
+
+from tuneplane.diagnostics.evidence import Evidence, Finding
+
+#: What an explanation is sent at most: the log tail's last lines and characters, and the
+#: config's bytes.
+EXPLAIN_LINES: Final = 150
+EXPLAIN_CHARS: Final = 24_000
+EXPLAIN_CONFIG_BYTES: Final = 4_000
+EXPLANATION_MAX_CHARS: Final = 8_000
+
+_SECRETS: Final = re.compile(
+    r"(tp[kilc]_[A-Za-z0-9_-]{8,}"  # our API keys, ingest tokens, share links, sessions
+    r"|hf_[A-Za-z0-9]{16,}"
+    r"|sk-[A-Za-z0-9_-]{16,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|AKIA[0-9A-Z]{16}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"
+)
+_ASSIGNED: Final = re.compile(
+    r"(?i)((?:api[_-]?key|token|secret|password|passwd|authorization)\s*[=:]\s*)"
+    r"(bearer\s+)?(['\"]?)[^\s'\"]{4,}"
+)
+_URL_PASSWORD: Final = re.compile(r"(//[^/\s:@]+:)[^@\s/]+@")
+SYSTEM_PROMPT: Final = (
+    "You explain why a machine-learning training job failed, for the engineer who runs it. "
+    "You are given the end of its output, metric trends, its configuration and the findings "
+    "of rule-based checks. Say what most likely happened and what to try next, in a few "
+    "short paragraphs. Say when the evidence is not enough. Do not repeat the log."
+)
+
+
+def redact(text: str) -> str:
+    """``text`` without credentials: tokens by their shapes, ``key=value`` secrets, and
+    passwords in URLs."""
+    text = _SECRETS.sub("[redacted]", text)
+    text = _ASSIGNED.sub(lambda m: f"{m[1]}{m[2] or ''}{m[3]}[redacted]", text)
+    return _URL_PASSWORD.sub(r"\1[redacted]@", text)
+
+
+def _log_tail(evidence: Evidence) -> str:
+    lines = [f"[{line.stream}] {line.text}" for line in evidence.lines[-EXPLAIN_LINES:]]
+    tail = "\n".join(lines)
+    return tail[-EXPLAIN_CHARS:]
+
+
+def _trends(evidence: Evidence) -> str:
+    rows = []
+    for series in evidence.series:
+        values = [v for _, v in series.points]
+        finite = [v for v in values if v is not None]
+        invalid = len(values) - len(finite)
+        if not values:
+            continue
+        last_step = series.points[-1][0]
+        summary = (
+            f"{series.name}: {len(values)} points to step {last_step}"
+            + (f", first {finite[0]:g}, min {min(finite):g}, last {finite[-1]:g}" if finite else "")
+            + (f", {invalid} NaN/inf" if invalid else "")
+        )
+        rows.append(summary)
+    return "\n".join(rows) or "(no metrics)"
+
+
+def request_body(model: str, evidence: Evidence, findings: Sequence[Finding]) -> dict[str, Any]:
+    """The chat completion request, every part redacted."""
+    config = orjson.dumps(evidence.config or {}, default=str)[:EXPLAIN_CONFIG_BYTES].decode(
+        errors="replace"
+    )
+    found = "\n".join(f"- {f.code} ({f.confidence}): {f.detail}" for f in findings) or "(none)"
+    exit_code = "unknown" if evidence.exit_code is None else str(evidence.exit_code)
+    user = (
+        f"Ending: {evidence.ending}, exit code {exit_code}\n\n"
+        f"Rule findings:\n{found}\n\nMetric trends:\n{_trends(evidence)}\n\n"
+        f"Config:\n{config}\n\nEnd of the output:\n{_log_tail(evidence)}"
+    )
+    return {
+        "model": model,
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": redact(user)},
+        ],
+        "temperature": 0,
+    }
+
+
+def read_answer(body: object) -> str:
+    """The explanation in an OpenAI-compatible answer; ValueError naming what is missing."""
+    try:
+        content = body["choices"][0]["message"]["content"]  # type: ignore[index]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise ValueError("the answer has no choices[0].message.content") from exc
+    if not isinstance(content, str) or not content.strip():
+        raise ValueError("the answer's message content is empty")
+    return content.strip()[:EXPLANATION_MAX_CHARS]
