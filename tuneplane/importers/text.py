@@ -110,13 +110,14 @@ def redact(
     return cleaned
 
 
-def _cap(text: str, limit: int = TEXT_FIELD_MAX_CHARS) -> str:
+def cap_text(text: str, limit: int = TEXT_FIELD_MAX_CHARS) -> str:
+    """``text``, or its first ``limit`` characters with a line saying how many were cut."""
     return text if len(text) <= limit else text[:limit] + _CUT.format(len(text) - limit)
 
 
 def _cap_json(value: object) -> object:
     if isinstance(value, str):
-        return _cap(value)
+        return cap_text(value)
     if isinstance(value, list):
         return [_cap_json(item) for item in value]
     if isinstance(value, dict):
@@ -132,7 +133,7 @@ def _label(text: str) -> str:
 def _capped(message: dict[str, Any]) -> dict[str, Any]:
     for key in ("content", "reasoning"):
         if isinstance(message.get(key), str):
-            message[key] = _cap(message[key])
+            message[key] = cap_text(message[key])
     for key in ("tool_call_id", "tool_name"):
         if isinstance(message.get(key), str):
             message[key] = _label(message[key])
