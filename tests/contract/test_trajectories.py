@@ -116,6 +116,8 @@ def test_a_training_rollout_its_identity_and_category() -> None:
         ({"diagnostic": "failure", "reward": None}, "failure"),
         ({"diagnostic": "anomaly", "reward": None, "reward_invalid": True}, "anomaly"),
         ({"diagnostic": "failure", "reward": 1.0}, "failure"),
+        ({"diagnostic": "low_reward", "reward": 0.0}, "low_reward"),
+        ({"diagnostic": None, "reward": 0}, "representative"),
     ],
 )
 def test_categories_follow_the_producer_and_the_reward(
@@ -125,6 +127,9 @@ def test_categories_follow_the_producer_and_the_reward(
     assert violations == []
     assert parsed is not None
     assert parsed.category == category
+    if changes.get("reward") is not None and changes["reward"] is not ...:
+        assert parsed.reward == changes["reward"]
+        assert parsed.document["reward"] == changes["reward"]
 
 
 @pytest.mark.parametrize(

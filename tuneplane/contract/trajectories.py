@@ -323,7 +323,8 @@ def _training(check: _Check, item: Mapping[str, Any]) -> dict[str, Any]:
         "step": step,
         "trajectory_id": trajectory_id,
         "diagnostic": diagnostic,
-        "reward": None if reward is None or not finite_float(reward) else float(reward),
+        # A reward of exactly 0 is a reward (finite_float returns it, falsy as it is).
+        "reward": None if reward is None or finite_float(reward) is None else float(reward),
         "reward_invalid": invalid is True,
         "collection_policy": _policy(check, item, "collection_policy"),
         "consumption_policy": _policy(check, item, "consumption_policy"),
