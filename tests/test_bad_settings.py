@@ -38,6 +38,10 @@ CLIENT_SECRET = "(value hidden): must be a client secret (printable ASCII withou
 DOMAINS = "must be e-mail domains such as example.com, comma-separated, or *"
 ORGS = "must be organisation or group names without spaces, comma-separated, or *"
 NAMES = "must be 1-40 printable characters"
+ROOT_PATHS = (
+    "must be a path such as /tuneplane (letters, digits, - _ . ~ between slashes) that does "
+    "not start with one of the server's own (/api, /static, /projects, …)"
+)
 #: Single sign-on set up in full, so a case's one bad value is its one line.
 SINGLE_SIGN_ON = {
     "TUNEPLANE_OIDC_ISSUER": "https://sso.example.com",
@@ -148,6 +152,10 @@ SERVE_CASES = [
             f"TUNEPLANE_TRACKIO_IMPORT={raw!r}: must be on or off",
         )
         for raw in ("yes", "ON", "1", "false")
+    ],
+    *[
+        ("TUNEPLANE_ROOT_PATH", raw, f"TUNEPLANE_ROOT_PATH={raw!r}: {ROOT_PATHS}")
+        for raw in ("tuneplane", "/api", "/static/x", "/a//b", "/a b", "/../x", '/"><x')
     ],
     *[
         (
@@ -264,6 +272,7 @@ def test_serve_refuses_half_a_single_sign_on(
         (["--port", "abc"], f"--port='abc': {PORTS}"),
         (["--port", "0"], f"--port='0': {PORTS}"),
         (["--host", "a b"], f"--host='a b': {HOSTS}"),
+        (["--root-path", "/projects"], f"--root-path='/projects': {ROOT_PATHS}"),
         (["--database-url", "mysql://h/db"], f"--database-url='mysql://h/db': {DATABASES}"),
         (["--data-dir", A_FILE], f"--data-dir='{A_FILE}': must be a directory, not a file"),
     ],

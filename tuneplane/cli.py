@@ -64,7 +64,11 @@ def _serve(args: argparse.Namespace) -> int:
     from tuneplane.server.settings import Settings
 
     settings = Settings.from_env(
-        data_dir=args.data_dir, database_url=args.database_url, host=args.host, port=args.port
+        data_dir=args.data_dir,
+        database_url=args.database_url,
+        host=args.host,
+        port=args.port,
+        root_path=args.root_path,
     )
     app = create_app(settings)
     # Building the API description prepares every route's request and response models,
@@ -73,7 +77,7 @@ def _serve(args: argparse.Namespace) -> int:
     _tune_interpreter()
     _log_to_stderr(args.log_level)
     ingest = "enabled" if settings.ingest_secret else "disabled (set TUNEPLANE_INGEST_SECRET)"
-    address = f"http://{settings.host}:{settings.port}"
+    address = f"http://{settings.host}:{settings.port}{settings.root_path}"
     print(
         f"tuneplane {__version__}: {address} "
         f"on {_describe(settings.database_url)}; ingestion {ingest}",
@@ -503,6 +507,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="listen address (default: $TUNEPLANE_HOST or 127.0.0.1)")
     # Checked with $TUNEPLANE_PORT's rule, so both say the same thing when wrong.
     serve.add_argument("--port", help="listen port (default: $TUNEPLANE_PORT or 8000)")
+    serve.add_argument(
+        "--root-path",
+        help="the path prefix a reverse proxy serves this under, such as /tuneplane "
+        "(default: $TUNEPLANE_ROOT_PATH or none)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     serve.add_argument("--access-log", action="store_true", help="log every request")
     serve.set_defaults(handler=_serve)

@@ -43,6 +43,7 @@ from tuneplane.server.auth import IngestTokenGuard
 from tuneplane.server.body import BodyDeadline
 from tuneplane.server.headers import ResponseHeaders
 from tuneplane.server.models import ErrorOut, IngestResult
+from tuneplane.server.prefix import RootPath
 from tuneplane.server.responses import (
     JSON,
     on_client_disconnect,
@@ -180,6 +181,8 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     app.add_middleware(BodyDeadline, timeout=settings.body_timeout)
     # Added last, so outermost: the guard's refusals carry the headers too.
     app.add_middleware(ResponseHeaders, frame_ancestors=settings.frame_ancestors)
+    if settings.root_path:  # outermost of all: every other layer sees the prefixed scope
+        app.add_middleware(RootPath, prefix=settings.root_path)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
     @app.get("/healthz", tags=["meta"], dependencies=GUARDED)

@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tuneplane.contract.environment import INGEST_TOKEN_PREFIX
 from tuneplane.contract.errors import TuneplaneError, Unauthorized
+from tuneplane.server.prefix import route_path
 from tuneplane.server.responses import error_response
 from tuneplane.server.state import app_state
 from tuneplane.store import credentials
@@ -99,7 +100,7 @@ class IngestTokenGuard:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not scope["path"].startswith(INGEST_PREFIX):
+        if scope["type"] == "http" and not route_path(scope).startswith(INGEST_PREFIX):
             refusal: TuneplaneError | None = None
             try:
                 if carries_ingest_token(scope["headers"]):

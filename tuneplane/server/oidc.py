@@ -43,6 +43,7 @@ from tuneplane.contract import oidc
 from tuneplane.contract.errors import Conflict, NotFound, Unavailable
 from tuneplane.contract.limits import SESSION_DAYS
 from tuneplane.server.access import SESSION_COOKIE
+from tuneplane.server.prefix import cookie_path, local_address
 from tuneplane.server.settings import OidcSettings
 from tuneplane.server.signin import set_cookie
 from tuneplane.server.state import app_state
@@ -147,7 +148,9 @@ def _provider(request: Request) -> Provider:
 
 
 def _redirect_uri(request: Request) -> str:
-    return f"{request.url.scheme}://{request.url.netloc}{_CALLBACK}"
+    """The callback's URL as the browser reaches it: through a proxy, its scheme and host
+    come from the forwarded headers (uvicorn's proxy headers) and the path has the prefix."""
+    return f"{request.url.scheme}://{request.url.netloc}{local_address(request, _CALLBACK)}"
 
 
 def _down(provider: Provider, failure: Exception) -> Unavailable:
@@ -181,7 +184,7 @@ async def start_sign_in(request: Request) -> Response:
         httponly=True,
         samesite="lax",
         secure=request.url.scheme == "https",
-        path=_FLOW_PATH,
+        path=cookie_path(request, _FLOW_PATH),
     )
     return response
 
@@ -203,9 +206,9 @@ async def finish_sign_in(request: Request) -> Response:
             _sign_in, str(claims["iss"]), str(claims["sub"]), claims
         )
     except Refused as refused:
-        return _back_to_sign_in(refused, flow)
-    response = RedirectResponse(flow.next, status_code=303)
-    response.delete_cookie(FLOW_COOKIE, path=_FLOW_PATH)
+        return _back_to_sign_in(request, refused, flow)
+    response = RedirectResponse(local_address(request, flow.next), status_code=303)
+    response.delete_cookie(FLOW_COOKIE, path=cookie_path(request, _FLOW_PATH))
     set_cookie(response, request, SESSION_COOKIE, session, SESSION_DAYS)
     return response
 
@@ -286,7 +289,7 @@ def _new_account(
     raise Conflict(f"login: every login made from {_who(claims)} is taken")
 
 
-def _back_to_sign_in(refused: Refused, flow: Flow | None) -> Response:
+def _back_to_sign_in(request: Request, refused: Refused, flow: Flow | None) -> Response:
     """The sign-in page, saying why (a reason of ours, and the provider's error code only
     when it is the plain word OAuth allows)."""
     address = f"/sign-in?sso={refused.reason}"
@@ -295,6 +298,6 @@ def _back_to_sign_in(refused: Refused, flow: Flow | None) -> Response:
         address += f"&sso_error={detail}"
     if flow is not None and flow.next != "/":
         address += f"&next={quote(flow.next, safe='')}"
-    response = RedirectResponse(address, status_code=303)
-    response.delete_cookie(FLOW_COOKIE, path=_FLOW_PATH)
+    response = RedirectResponse(local_address(request, address), status_code=303)
+    response.delete_cookie(FLOW_COOKIE, path=cookie_path(request, _FLOW_PATH))
     return response

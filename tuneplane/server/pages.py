@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import html
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -19,6 +21,8 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
+
+from tuneplane.server.prefix import root_of
 
 STATIC_DIR: Final = Path(__file__).parent / "static"
 
@@ -46,7 +50,7 @@ _DOCS_SCRIPTS: Final = frozenset({"vendor/swagger-ui-bundle.js", "api-docs.js"})
 
 #: ``/docs``: Swagger UI from the package, started by a script file (no inline script), so
 #: the dashboard's policy holds here too and the page needs nothing from elsewhere.
-_DOCS_PAGE: Final = b"""<!doctype html>
+_DOCS_PAGE: Final = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -62,9 +66,22 @@ _DOCS_PAGE: Final = b"""<!doctype html>
 </html>
 """
 
+#: A page's own addresses (``href="/…"``, ``src="/…"``), which get the server's prefix.
+_LOCAL_ADDRESS: Final = re.compile(r'((?:href|src)=")/(?!/)')
+
+
+def _under(root: str, page: str) -> bytes:
+    """A page with its addresses under ``root`` (``--root-path``), which it also names in
+    ``<meta name="tuneplane-root">`` for the modules (lib/root.js). The root follows the
+    setting's rule (no quotes or brackets); it is escaped all the same."""
+    meta = f'<meta name="tuneplane-root" content="{html.escape(root)}">\n'
+    page = _LOCAL_ADDRESS.sub(lambda match: f"{match[1]}{html.escape(root)}/", page)
+    charset = '<meta charset="utf-8">\n'
+    return page.replace(charset, charset + meta, 1).encode()
+
 
 @cache
-def _shell() -> bytes:
+def _shell(root: str) -> bytes:
     """index.html with a ``modulepreload`` link per module: the browser then fetches the
     whole module graph at once instead of one import level after another."""
     modules = sorted(
@@ -73,18 +90,26 @@ def _shell() -> bytes:
         if name not in _DOCS_SCRIPTS
     )
     links = "".join(f'<link rel="modulepreload" href="/static/{m}">\n' for m in modules)
-    html = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
-    return html.replace("</head>", links + "</head>", 1).encode()
+    shell = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+    return _under(root, shell.replace("</head>", links + "</head>", 1))
 
 
-def _page() -> Response:
-    return page_response()
+@cache
+def _docs_page(root: str) -> bytes:
+    return _under(root, _DOCS_PAGE)
 
 
-def page_response(status: int = 200) -> Response:
+def _page(request: Request) -> Response:
+    return page_response(request)
+
+
+def page_response(request: Request, status: int = 200) -> Response:
     """The dashboard's shell (it holds no data, so a refused page may show it too)."""
     return Response(
-        _shell(), status_code=status, media_type="text/html; charset=utf-8", headers=_HEADERS
+        _shell(root_of(request)),
+        status_code=status,
+        media_type="text/html; charset=utf-8",
+        headers=_HEADERS,
     )
 
 
@@ -152,85 +177,87 @@ def static_files() -> StaticBundle:
 
 
 @router.get("/docs")
-def api_docs_page() -> Response:
+def api_docs_page(request: Request) -> Response:
     """The API reference: Swagger UI over ``/openapi.json``."""
-    return Response(_DOCS_PAGE, media_type="text/html; charset=utf-8", headers=_HEADERS)
+    return Response(
+        _docs_page(root_of(request)), media_type="text/html; charset=utf-8", headers=_HEADERS
+    )
 
 
 @router.get("/")
-def projects_page() -> Response:
+def projects_page(request: Request) -> Response:
     """Projects, with their run counts."""
-    return _page()
+    return _page(request)
 
 
 @router.get("/projects/{project}")
-def runs_page(project: str) -> Response:
+def runs_page(request: Request, project: str) -> Response:
     """The runs of one project: a filterable table; select runs to compare them."""
-    return _page()
+    return _page(request)
 
 
 @router.get("/projects/{project}/access")
-def access_page(project: str) -> Response:
+def access_page(request: Request, project: str) -> Response:
     """Who may see the project: visibility and public logs, members (owners), share links
     (owners and editors)."""
-    return _page()
+    return _page(request)
 
 
 @router.get("/projects/{project}/runs/{run}")
-def run_page(project: str, run: str) -> Response:
+def run_page(request: Request, project: str, run: str) -> Response:
     """One run: every metric charted, live; Validation, Training rollouts, Events and Logs
     tabs (``?tab=validation&round=…&status=…&trial=…``, ``?tab=rollouts&category=…&step=…``);
     ``?metric=…&smooth=…&x=…&log=1``."""
-    return _page()
+    return _page(request)
 
 
 @router.get("/projects/{project}/runs/{run}/trajectory")
-def trajectory_page(project: str, run: str) -> Response:
+def trajectory_page(request: Request, project: str, run: str) -> Response:
     """One execution's trajectory, its text's state and its messages a page at a time: a
     trial attempt (``?attempt=&round_id=&trial_id=&trial_attempt=``) or a training rollout
     (``?attempt=&step=&trajectory_id=``); ``&offset=`` names the page."""
-    return _page()
+    return _page(request)
 
 
 @router.get("/compare")
-def compare_page() -> Response:
+def compare_page(request: Request) -> Response:
     """Several runs overlaid: ``/compare?project=<p>&runs=<r1>,<r2>`` (``<p>/<r>`` works too)."""
-    return _page()
+    return _page(request)
 
 
 @router.get("/reports")
-def reports_page() -> Response:
+def reports_page(request: Request) -> Response:
     """Alerts, newest first: ``/reports?project=<p>&runs=<r1>,<r2>&level=error#alert-<id>``."""
-    return _page()
+    return _page(request)
 
 
 @router.get("/matched")
-def matched_page() -> Response:
+def matched_page(request: Request) -> Response:
     """Matched evaluation evidence of two rounds:
     ``/matched?left=<project>/<run>/<round>&right=<project>/<run>/<round>``."""
-    return _page()
+    return _page(request)
 
 
 @router.get("/sign-in")
-def sign_in_page() -> Response:
+def sign_in_page(request: Request) -> Response:
     """Sign in with a local account: ``/sign-in?next=<address to return to>``."""
-    return _page()
+    return _page(request)
 
 
 @router.get("/welcome")
-def welcome_page() -> Response:
+def welcome_page(request: Request) -> Response:
     """The first administrator's account, from the one-time link ``tuneplane serve``
     printed (``/welcome#<token>``)."""
-    return _page()
+    return _page(request)
 
 
 @router.get("/shared")
-def shared_page() -> Response:
+def shared_page(request: Request) -> Response:
     """A share link (``/shared#tpl_…``): the run it opens, read-only."""
-    return _page()
+    return _page(request)
 
 
 @router.get("/account")
-def account_page() -> Response:
+def account_page(request: Request) -> Response:
     """The signed-in user's account: personal API keys, sign out."""
-    return _page()
+    return _page(request)

@@ -45,7 +45,7 @@ async def on_tuneplane_error(request: Request, exc: Exception) -> Response:
     if _is_page(request):
         # A page refused (a private project, an account page before signing in) is the
         # dashboard's shell with the refusal's status: the page says why, from the API.
-        return page_response(exc.status)
+        return page_response(request, exc.status)
     return error_response(exc)
 
 

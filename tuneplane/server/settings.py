@@ -176,6 +176,42 @@ def _on_off(raw: str) -> bool | None:
     return True if raw == "on" else False if raw == "off" else None
 
 
+#: The first segments of the server's own paths (its routes and ``/static``; a test holds
+#: this to the app's routes): a prefix starting with one would be ambiguous (prefix.py).
+SERVER_SEGMENTS: Final = frozenset(
+    {"account", "api", "compare", "docs", "healthz", "ingest", "livez", "matched",
+     "openapi.json", "projects", "reports", "shared", "sign-in", "static", "version",
+     "welcome"}
+)  # fmt: skip
+_PATH_SEGMENT: Final = re.compile(r"[A-Za-z0-9_~-][A-Za-z0-9._~-]*", re.ASCII)
+
+
+def _root_path(raw: str) -> str | None:
+    """``/a/b`` (one trailing slash is dropped; ``/`` alone is the host's root)."""
+    if not raw.startswith("/") or len(raw) > 200:
+        return None
+    segments = raw.removesuffix("/").split("/")[1:]
+    if not all(_PATH_SEGMENT.fullmatch(segment) for segment in segments):
+        return None
+    if segments and segments[0] in SERVER_SEGMENTS:
+        return None
+    return "".join(f"/{segment}" for segment in segments)
+
+
+ROOT_PATH: Final = Setting(
+    "TUNEPLANE_ROOT_PATH",
+    rules.Rule(
+        "must be a path such as /tuneplane (letters, digits, - _ . ~ between slashes) that "
+        "does not start with one of the server's own (/api, /static, /projects, …)",
+        _root_path,
+    ),
+    "",
+    "The path prefix a reverse proxy publishes the server under (https://host/tuneplane/ "
+    "is /tuneplane), whether the proxy strips it or not: every page, asset, API call, "
+    "stream, cookie and redirect then carries it. Requests without it are still answered.",
+    default_text="unset",
+)
+
 TRACKIO_IMPORT: Final = Setting(
     "TUNEPLANE_TRACKIO_IMPORT",
     rules.Rule("must be on or off", _on_off),
@@ -298,6 +334,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     INGEST_URL,
     HOST,
     PORT,
+    ROOT_PATH,
     BODY_TIMEOUT,
     DEFAULT_VISIBILITY,
     FRAME_ANCESTORS,
@@ -341,6 +378,7 @@ class Settings:
     ingest_secret: Secret | None
     host: str = "127.0.0.1"
     port: int = 8000
+    root_path: str = ""
     ingest_token_days: float = INGEST_TOKEN_DAYS_DEFAULT
     ingest_url: str | None = None
     body_timeout: float = BODY_TIMEOUT_SECONDS_DEFAULT
@@ -363,6 +401,7 @@ class Settings:
         database_url: str | None = None,
         host: str | None = None,
         port: int | str | None = None,
+        root_path: str | None = None,
     ) -> Settings:
         """Settings from the environment; explicit arguments (command-line flags) win.
         :class:`SettingError` names every bad value, variable or flag, one line each."""
@@ -376,6 +415,7 @@ class Settings:
             ingest_secret=Secret(secret) if secret else None,
             host=_flag(reader, HOST, "--host", host) or "127.0.0.1",
             port=_flag(reader, PORT, "--port", None if port is None else str(port)) or 8000,
+            root_path=_flag(reader, ROOT_PATH, "--root-path", root_path) or "",
             ingest_token_days=reader.read(INGEST_TOKEN_DAYS),
             ingest_url=reader.get(INGEST_URL),
             body_timeout=reader.read(BODY_TIMEOUT),

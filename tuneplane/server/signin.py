@@ -22,6 +22,7 @@ from tuneplane.contract.errors import InvalidInput, Unauthorized, Violation
 from tuneplane.contract.limits import SESSION_DAYS
 from tuneplane.server.access import SESSION_COOKIE, SHARE_COOKIE, caller_of, csrf_token
 from tuneplane.server.body import read_json
+from tuneplane.server.prefix import cookie_path
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import access, accounts
@@ -47,7 +48,7 @@ def set_cookie(response: Response, request: Request, name: str, value: str, days
         httponly=True,
         samesite="lax",
         secure=request.url.scheme == "https",
-        path="/",
+        path=cookie_path(request),
     )
 
 
@@ -113,8 +114,8 @@ async def sign_out(request: Request) -> Response:
     if caller.session_token is not None:
         await app_state(request).database.write(accounts.end_session, caller.session_token)
     response = JSON({"signed_in": False})
-    response.delete_cookie(SESSION_COOKIE, path="/")
-    response.delete_cookie(SHARE_COOKIE, path="/")
+    response.delete_cookie(SESSION_COOKIE, path=cookie_path(request))
+    response.delete_cookie(SHARE_COOKIE, path=cookie_path(request))
     return response
 
 

@@ -21,7 +21,7 @@ from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.limits import RUN_MAX_SERIES
 from tuneplane.contract.protocol import ScalarBatch
 from tuneplane.store.blocks import Points
-from tuneplane.store.points import SeriesChange, apply_changes, series_extremes
+from tuneplane.store.points import SeriesChange, SeriesEffect, apply_changes, series_extremes
 from tuneplane.store.schema import invalid_points
 from tuneplane.store.sql import Dialect
 
@@ -135,17 +135,21 @@ def _marked(connection: Connection, metric_id: int, steps: Sequence[int]) -> set
     return {step for (step,) in connection.execute(query) if step in wanted}
 
 
-def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> ScalarOutcome:
-    now = time.time()
-    sql = Dialect(connection)
-    series = _load_series(sql, run_id, batch.names)
-    # Per series, the steps reported invalid and the values to put; a step reported both
-    # ways in one batch is invalid (the invalid list is applied last).
+def _invalid_steps(batch: ScalarBatch) -> dict[str, dict[int, str]]:
+    """Per series, the steps reported invalid and their kinds."""
     invalids: dict[str, dict[int, str]] = {}
     for reported in batch.invalid:
         invalids.setdefault(reported.name, {}).update(
             zip(reported.steps, reported.kinds, strict=True)
         )
+    return invalids
+
+
+def _puts(
+    batch: ScalarBatch, invalids: dict[str, dict[int, str]]
+) -> dict[str, tuple[Sequence[int], Sequence[float]]]:
+    """Per series, the values to put in step order; a step reported both ways in one batch
+    is invalid (the invalid list is applied last)."""
     # A series sent once, in step order and with no invalid steps (the usual batch), is put
     # as it came; the others are merged step by step.
     entries = Counter(entry.name for entry in batch.series)
@@ -166,25 +170,35 @@ def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> Sc
             by_step.pop(step, None)
         ordered = sorted(by_step)
         puts[name] = (ordered, [by_step[step] for step in ordered])
+    return puts
 
-    changes = {}
-    for name, state in series.items():
-        put_steps, put_values = puts.get(name, ((), ()))
-        count = len(put_steps)
-        changes[state.id] = SeriesChange(
-            Points(list(put_steps), [SDK_EVENT] * count, list(put_values), [now] * count),
-            [(step, SDK_EVENT) for step in sorted(invalids.get(name, ()))],
-        )
-    effects = apply_changes(sql, changes)
 
-    invalid_upserts: list[tuple[int, int, str]] = []
-    invalid_deletes: list[tuple[int, int]] = []
-    new = corrected = removed = invalid_new = 0
+@dataclass(slots=True)
+class _Tally:
+    """What a batch did, and the invalid marks to write."""
+
+    new: int = 0
+    corrected: int = 0
+    removed: int = 0
+    invalid_new: int = 0
+    invalid_upserts: list[tuple[int, int, str]] = field(default_factory=list)
+    invalid_deletes: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _fold_effects(
+    connection: Connection,
+    series: dict[str, _Series],
+    effects: dict[int, SeriesEffect],
+    changes: dict[int, SeriesChange],
+    invalids: dict[str, dict[int, str]],
+) -> _Tally:
+    """Fold each series' effect into its summary state; count and collect invalid marks."""
+    tally = _Tally()
     for name, state in series.items():
         effect, put = effects[state.id], changes[state.id].put
-        new += effect.added
-        corrected += len(effect.replaced)
-        removed += len(effect.removed)
+        tally.new += effect.added
+        tally.corrected += len(effect.replaced)
+        tally.removed += len(effect.removed)
         state.count += effect.added - len(effect.removed)
         for old in effect.replaced:
             state.lose(old)
@@ -194,7 +208,7 @@ def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> Sc
         if put.steps:
             if state.invalid_count:
                 for step in _marked(connection, state.id, put.steps):
-                    invalid_deletes.append((state.id, step))
+                    tally.invalid_deletes.append((state.id, step))
                     state.invalid_count -= 1
             state.fold(put.steps, put.values)
         bad = invalids.get(name)
@@ -203,26 +217,32 @@ def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> Sc
             for step, kind in bad.items():
                 if step not in marked:
                     state.invalid_count += 1
-                    invalid_new += 1
-                invalid_upserts.append((state.id, step, kind))
+                    tally.invalid_new += 1
+                tally.invalid_upserts.append((state.id, step, kind))
             state.cover(min(bad))
             state.last_step = max(state.last_step, max(bad))
         if state.invalid_count:
             # Invalid steps count in last_step but hold no value: find the last value again.
             state.recompute = True
+    return tally
 
+
+def _store_summaries(
+    sql: Dialect, series: dict[str, _Series], effects: dict[int, SeriesEffect], tally: _Tally
+) -> None:
     cursor = sql.cursor
-    if invalid_deletes:
+    if tally.invalid_deletes:
         cursor.executemany(
-            sql.sql("DELETE FROM invalid_points WHERE metric_id = ? AND step = ?"), invalid_deletes
+            sql.sql("DELETE FROM invalid_points WHERE metric_id = ? AND step = ?"),
+            tally.invalid_deletes,
         )
-    if invalid_upserts:
+    if tally.invalid_upserts:
         cursor.executemany(
             sql.sql(
                 "INSERT INTO invalid_points (metric_id, step, kind) VALUES (?, ?, ?) "
                 "ON CONFLICT (metric_id, step) DO UPDATE SET kind = excluded.kind"
             ),
-            invalid_upserts,
+            tally.invalid_upserts,
         )
     for state in series.values():
         if state.recompute:
@@ -249,12 +269,31 @@ def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> Sc
             for s in series.values()
         ],
     )
+
+
+def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> ScalarOutcome:
+    now = time.time()
+    sql = Dialect(connection)
+    series = _load_series(sql, run_id, batch.names)
+    invalids = _invalid_steps(batch)
+    puts = _puts(batch, invalids)
+    changes = {}
+    for name, state in series.items():
+        put_steps, put_values = puts.get(name, ((), ()))
+        count = len(put_steps)
+        changes[state.id] = SeriesChange(
+            Points(list(put_steps), [SDK_EVENT] * count, list(put_values), [now] * count),
+            [(step, SDK_EVENT) for step in sorted(invalids.get(name, ()))],
+        )
+    effects = apply_changes(sql, changes)
+    tally = _fold_effects(connection, series, effects, changes, invalids)
+    _store_summaries(sql, series, effects, tally)
     top = max((change.put.steps[-1] for change in changes.values() if change.put.steps), default=-1)
     last_step = f", last_step = {sql.greatest}(coalesce(last_step, -1), ?)" if top >= 0 else ""
-    cursor.execute(
+    sql.cursor.execute(
         sql.sql(
             f"UPDATE runs SET updated_at = ?, point_count = point_count + ?{last_step} WHERE id = ?"
         ),
-        [now, new - removed, *([top] if top >= 0 else []), run_id],
+        [now, tally.new - tally.removed, *([top] if top >= 0 else []), run_id],
     )
-    return ScalarOutcome(new=new, corrected=corrected, invalid=invalid_new)
+    return ScalarOutcome(new=tally.new, corrected=tally.corrected, invalid=tally.invalid_new)

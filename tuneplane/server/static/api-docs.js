@@ -2,8 +2,9 @@
 // Started from this file rather than an inline script, so the page keeps the dashboard's
 // Content-Security-Policy (script-src 'self'). A classic script, not a dashboard module.
 /* global SwaggerUIBundle */
+// The description is beside the static files, so it is found under a --root-path prefix too.
 window.ui = SwaggerUIBundle({
-  url: "/openapi.json",
+  url: new URL("../openapi.json", document.currentScript.src).pathname,
   dom_id: "#swagger-ui",
   layout: "BaseLayout",
   presets: [SwaggerUIBundle.presets.apis],

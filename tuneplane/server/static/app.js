@@ -2,6 +2,7 @@
 
 import { debug } from "./lib/debug.js";
 import { empty, mount } from "./lib/dom.js";
+import { here } from "./lib/root.js";
 import { accessPage } from "./pages/access.js";
 import { accountPage, sharedPage, showSession, signInPage, welcomePage } from "./pages/account.js";
 import { matchedPage } from "./pages/matched.js";
@@ -28,7 +29,7 @@ const ROUTES = [
 
 async function route() {
   for (const [pattern, page] of ROUTES) {
-    const match = location.pathname.match(pattern);
+    const match = here().match(pattern);
     if (match) {
       await page(...match.slice(1).map(decodeURIComponent));
       return;

@@ -1,4 +1,7 @@
 // The public JSON API (docs/api.md, docs/sdk-protocol.md): the dashboard reads nothing else.
+// Paths are written from the server's root; requests add its prefix (lib/root.js).
+
+import { address } from "./root.js";
 
 const enc = encodeURIComponent;
 
@@ -29,7 +32,7 @@ function query(params) {
 
 /** GET a JSON document; errors carry the API's message ({"error": {"message": ...}}). */
 export async function getJSON(path, { signal } = {}) {
-  const response = await fetch(path, { signal, headers: { Accept: "application/json" } });
+  const response = await fetch(address(path), { signal, headers: { Accept: "application/json" } });
   if (!response.ok) {
     let message = `${response.status} ${response.statusText}`;
     try {
@@ -50,7 +53,7 @@ export async function sendJSON(method, path, body = null, { csrf = null } = {}) 
   const headers = { Accept: "application/json" };
   if (body != null) headers["Content-Type"] = "application/json";
   if (csrf) headers["X-CSRF-Token"] = csrf;
-  const response = await fetch(path, { method, headers, body: body == null ? null : JSON.stringify(body) });
+  const response = await fetch(address(path), { method, headers, body: body == null ? null : JSON.stringify(body) });
   let answer = null;
   try {
     answer = await response.json();

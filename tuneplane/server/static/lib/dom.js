@@ -1,6 +1,8 @@
 // Building the page from data. User text (run names, config values, alert titles, log lines)
 // only ever becomes a Text node or an attribute value: nothing here parses HTML.
 
+import { address } from "./root.js";
+
 const SAFE_URL = /^(\/(?!\/)|\?|#)/;
 
 /**
@@ -32,11 +34,14 @@ export function add(el, ...children) {
   return el;
 }
 
-/** Same-origin links only: the dashboard never links to a URL taken from user data. */
+/**
+ * Same-origin links only: the dashboard never links to a URL taken from user data. A path
+ * ("/projects/p") gets the server's prefix (lib/root.js).
+ */
 export function safeUrl(url) {
   const text = String(url);
   if (!SAFE_URL.test(text)) throw new Error(`refusing a link that is not local: ${text}`);
-  return text;
+  return address(text);
 }
 
 /**

@@ -6,6 +6,7 @@
 
 import { projectPath, runs as listRuns, runStreamUrl } from "./api.js";
 import { debug } from "./debug.js";
+import { address } from "./root.js";
 
 export const MAX_STREAMS = 3;
 /** Runs one stream follows (the server takes at most 64). */
@@ -55,7 +56,7 @@ function stream(url, refs, { onRun, onPoints, onState = () => {} }) {
   // Runs whose first event of this connection came: a browser's own reconnect opens anew.
   let seen = new Set();
   const open = () => {
-    source = new EventSource(url);
+    source = new EventSource(address(url));
     source.addEventListener("open", () => {
       seen = new Set();
       delay = 1000;

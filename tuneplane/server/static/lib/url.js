@@ -5,6 +5,8 @@
 // category=, step= and after=; they are kept as they are)
 // Defaults are left out, and changing the view replaces the history entry.
 
+import { here } from "./root.js";
+
 export const X_AXES = ["step", "time", "relative"];
 export const X_LABELS = { step: "step", time: "wall time", relative: "relative time" };
 
@@ -66,13 +68,13 @@ export function writeView(view) {
   }
 }
 
-/** One query parameter replaced (null removes it), as a local link. */
+/** One query parameter replaced (null removes it), as a local link (without the prefix). */
 export function withParam(key, value, search = location.search) {
   const q = new URLSearchParams(search);
   if (value == null || value === "") q.delete(key);
   else q.set(key, value);
   const text = q.toString();
-  return `${location.pathname}${text ? `?${text}` : ""}`;
+  return `${here()}${text ? `?${text}` : ""}`;
 }
 
 /** "a,b" -> ["a", "b"], dropping empties and repeats. */

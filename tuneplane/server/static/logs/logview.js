@@ -5,6 +5,7 @@ import { logStreamUrl } from "../lib/api.js";
 import { debug } from "../lib/debug.js";
 import { debounce, h, perFrame } from "../lib/dom.js";
 import { fmtTime } from "../lib/format.js";
+import { address, here } from "../lib/root.js";
 import { withParam } from "../lib/url.js";
 
 /** The page keeps the newest lines; older ones stay readable through the API. */
@@ -37,7 +38,7 @@ export class LogView {
       "input",
       debounce(() => {
         this.query = this.search.value;
-        history.replaceState(null, "", withParam("logq", this.query) + location.hash);
+        history.replaceState(null, "", address(withParam("logq", this.query)) + location.hash);
         this.applyFilter();
       }, 150),
     );
@@ -93,14 +94,14 @@ export class LogView {
       this.empty.textContent = "";
       this.empty.append(
         "This project shows its logs to its members only. ",
-        h("a", { href: `/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`, text: "Sign in" }),
+        h("a", { href: `/sign-in?next=${encodeURIComponent(here() + location.search)}`, text: "Sign in" }),
         " to read them.",
       );
       return;
     }
     if (this.source) return;
     const url = `${logStreamUrl(this.ref.project, this.ref.run)}?after=${this.lastCursor}`;
-    this.source = new EventSource(url);
+    this.source = new EventSource(address(url));
     this.source.addEventListener("open", () => {
       this.status.textContent = "live";
       this.status.className = "live-state live";

@@ -7,6 +7,7 @@ import * as api from "../lib/api.js";
 import { copyField } from "../lib/clipboard.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { fmtTime } from "../lib/format.js";
+import { here } from "../lib/root.js";
 
 const ROLES = ["owner", "editor", "viewer"];
 const enc = encodeURIComponent;
@@ -82,7 +83,7 @@ export async function accessPage(project) {
       empty(
         "Only the project's owners and editors manage its access.",
         refusal ?? "Owners set its visibility and members; owners and editors make share links.",
-        me.signed_in ? h("a", { href: api.page.project(project), text: `Runs of ${project}` }) : h("a", { href: `/sign-in?next=${enc(location.pathname)}`, text: "Sign in" }),
+        me.signed_in ? h("a", { href: api.page.project(project), text: `Runs of ${project}` }) : h("a", { href: `/sign-in?next=${enc(here())}`, text: "Sign in" }),
       ),
     );
     return;

@@ -4,6 +4,7 @@
 import * as api from "../lib/api.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { fmtTime } from "../lib/format.js";
+import { address, here } from "../lib/root.js";
 
 /** Where to go after signing in: a local path only (never another site). */
 function nextAddress() {
@@ -86,7 +87,7 @@ export async function signInPage() {
       "Sign in",
       async ({ login, password }) => {
         await api.sendJSON("POST", "/api/v1/session", { login, password });
-        location.assign(nextAddress());
+        location.assign(address(nextAddress()));
       },
     ),
   );
@@ -112,7 +113,7 @@ export async function welcomePage() {
       "Create and sign in",
       async ({ login, password }) => {
         await api.sendJSON("POST", "/api/v1/setup", { token, login, password });
-        location.assign("/");
+        location.assign(address("/"));
       },
     ),
   );
@@ -124,7 +125,7 @@ export async function sharedPage() {
   history.replaceState(null, "", location.pathname);
   try {
     const opened = await api.sendJSON("POST", "/api/v1/share-session", { token });
-    location.replace(api.page.run(opened.project, opened.run));
+    location.replace(address(api.page.run(opened.project, opened.run)));
   } catch (failure) {
     mount(empty("This share link does not open anything.", String(failure.message ?? failure)));
   }
@@ -156,7 +157,7 @@ export async function accountPage() {
   crumbs([["Account", null]]);
   const me = await api.session();
   if (!me.signed_in) {
-    location.replace(`/sign-in?next=${encodeURIComponent(location.pathname)}`);
+    location.replace(address(`/sign-in?next=${encodeURIComponent(here())}`));
     return;
   }
   const shown = h("div", { class: "key-shown", hidden: true });
@@ -192,7 +193,7 @@ export async function accountPage() {
     text: "Sign out",
     onclick: async () => {
       await api.sendJSON("DELETE", "/api/v1/session", null, { csrf: me.csrf_token });
-      location.assign("/");
+      location.assign(address("/"));
     },
   });
   mount(
@@ -221,11 +222,11 @@ export async function showSession() {
   } catch {
     return; // the page itself says what went wrong
   }
-  const here = encodeURIComponent(location.pathname + location.search);
+  const next = encodeURIComponent(here() + location.search);
   corner.append(
     me.signed_in
       ? h("a", { href: "/account", class: "session", text: me.login })
-      : h("a", { href: `/sign-in?next=${here}`, class: "session", text: "sign in" }),
+      : h("a", { href: `/sign-in?next=${next}`, class: "session", text: "sign in" }),
   );
 }
 
@@ -239,12 +240,12 @@ export async function signInHint() {
   } catch {
     return null;
   }
-  const here = encodeURIComponent(location.pathname + location.search);
+  const next = encodeURIComponent(here() + location.search);
   return h(
     "p",
     {},
     "A private project shows only to its members: ",
-    h("a", { href: `/sign-in?next=${here}`, text: "sign in" }),
+    h("a", { href: `/sign-in?next=${next}`, text: "sign in" }),
     " to see yours.",
   );
 }

@@ -11,6 +11,7 @@ import * as evalApi from "../evaluation/api.js";
 import { debug } from "../lib/debug.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { fmtInt, fmtTime } from "../lib/format.js";
+import { address } from "../lib/root.js";
 import { rateFigure } from "../evaluation/figures.js";
 
 const SIDES = [
@@ -51,7 +52,7 @@ export async function matchedPage() {
     compare.disabled = !(specOf(chosen.left) && specOf(chosen.right));
   };
   compare.addEventListener("click", () =>
-    location.assign(evalApi.matchedPage(specOf(chosen.left), specOf(chosen.right), chosen.left.attempt, chosen.right.attempt)),
+    location.assign(address(evalApi.matchedPage(specOf(chosen.left), specOf(chosen.right), chosen.left.attempt, chosen.right.attempt))),
   );
   ready();
 

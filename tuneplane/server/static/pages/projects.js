@@ -4,12 +4,13 @@
 import * as api from "../lib/api.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { fmtAgo, fmtInt, fmtTime } from "../lib/format.js";
+import { address } from "../lib/root.js";
 import { REFRESH_MS } from "./runs.js";
 
 export async function projectsPage() {
   const target = trackioTarget(new URLSearchParams(location.search));
   if (target) {
-    location.replace(target);
+    location.replace(address(target));
     return;
   }
   crumbs([]);

@@ -2,7 +2,7 @@
 
 import * as api from "../lib/api.js";
 import { alertAnchor } from "../lib/alerts.js";
-import { h, morph } from "../lib/dom.js";
+import { h, morph, safeUrl } from "../lib/dom.js";
 import { fmtAgo, fmtInt, fmtTime } from "../lib/format.js";
 import { configChips, healthBadge, statusBadge } from "../lib/runinfo.js";
 
@@ -73,7 +73,7 @@ export function compareRow(ref, run, removeHref) {
             title: "remove from the comparison",
             text: "remove",
             // The view may have changed since this was drawn: link the current one.
-            onclick: (event) => event.currentTarget.setAttribute("href", removeHref(ref)),
+            onclick: (event) => event.currentTarget.setAttribute("href", safeUrl(removeHref(ref))),
           })
         : null),
   );

@@ -5,6 +5,7 @@ import * as api from "../lib/api.js";
 import { crumbs, debounce, empty, h, mount } from "../lib/dom.js";
 import { fmtAgo, fmtInt, fmtTime } from "../lib/format.js";
 import { configChips, healthBadge, runSearchText, statusBadge } from "../lib/runinfo.js";
+import { address } from "../lib/root.js";
 import { withParam } from "../lib/url.js";
 import { accessHref } from "./access.js";
 import { signInHint } from "./account.js";
@@ -40,8 +41,8 @@ export async function runsPage(project) {
   const sync = () => {
     const names = [...selected];
     compare.toggleAttribute("aria-disabled", names.length < 2);
-    compare.setAttribute("href", names.length >= 2 ? api.page.compare(project, names) : "#");
-    reports.setAttribute("href", api.page.reports(project, names));
+    compare.setAttribute("href", names.length >= 2 ? address(api.page.compare(project, names)) : "#");
+    reports.setAttribute("href", address(api.page.reports(project, names)));
   };
 
   const render = () => {
@@ -60,7 +61,7 @@ export async function runsPage(project) {
   filter.addEventListener(
     "input",
     debounce(() => {
-      history.replaceState(null, "", withParam("q", filter.value));
+      history.replaceState(null, "", address(withParam("q", filter.value)));
       render();
     }, 120),
   );

@@ -10,6 +10,7 @@ import { copyField } from "../lib/clipboard.js";
 import { crumbs, empty, h, mount, serial } from "../lib/dom.js";
 import { fmtInt, fmtTime } from "../lib/format.js";
 import { watchRuns } from "../lib/live.js";
+import { address } from "../lib/root.js";
 import { pageHref } from "../trajectories/api.js";
 import { MessagesReader } from "../trajectories/reader.js";
 import { addressed, findRows } from "../trajectories/resolve.js";
@@ -135,7 +136,7 @@ class TrajectoryView {
 
   linkLine(named) {
     const input = h("input", { class: "key-value share-url trajectory-link", readonly: true, "aria-label": "link to this execution" });
-    input.value = location.origin + pageHref(this.ref.project, this.ref.run, named);
+    input.value = location.origin + address(pageHref(this.ref.project, this.ref.run, named));
     const note = h("span", { class: "muted copy-note", role: "status" });
     return h("div", { class: "copy-line" }, input, h("button", { type: "button", text: "Copy link", onclick: () => copyField(input, note) }), " ", note);
   }
