@@ -10,6 +10,8 @@ import { withParam } from "../lib/url.js";
 
 /** The page keeps the newest lines; older ones stay readable through the API. */
 export const MAX_LINES = 20000;
+/** How long a line a diagnosis cites is waited for while the log streams in. */
+const REVEAL_WAIT_MS = 5000;
 const STREAMS = ["stdout", "stderr"];
 
 export class LogView {
@@ -63,6 +65,8 @@ export class LogView {
     this.status = h("span", { class: "live-state", text: "connecting…" });
     this.count = h("span", { class: "muted" });
     this.notice = h("p", { class: "log-notice", hidden: true });
+    this.revealNote = h("p", { class: "log-notice reveal-note", hidden: true });
+    this.wanted = null;
     this.empty = h("p", {
       class: "empty log-empty",
       text: "No log lines yet. The output of `tuneplane run -- CMD` appears here as it is printed.",
@@ -82,6 +86,7 @@ export class LogView {
         this.status,
       ),
       this.notice,
+      this.revealNote,
       this.empty,
       this.list,
     );
@@ -148,6 +153,54 @@ export class LogView {
     this.count.textContent = `${this.lines.length + this.dropped} lines`;
     debug.logs.lines = this.lines.length + this.dropped;
     if (this.follow.checked) this.list.scrollTop = this.list.scrollHeight;
+    if (this.wanted) this.seek();
+  }
+
+  /**
+   * Show a line a diagnosis cites, once it is here: filters that hide it are cleared and
+   * following stops. A citation names a line by its text (its first 500 characters) and its
+   * place in the tail the diagnosis read, not by its number: the attempt's last line that
+   * begins with that text is the one.
+   */
+  reveal(attempt, text) {
+    if (!text) return;
+    this.wanted = { attempt, text, until: Date.now() + REVEAL_WAIT_MS };
+    this.revealNote.hidden = true;
+    this.seek();
+    if (this.wanted) setTimeout(() => this.seek(), REVEAL_WAIT_MS + 50);
+  }
+
+  seek() {
+    const wanted = this.wanted;
+    if (!wanted) return;
+    const found = this.lines.findLast(
+      ({ line }) => line.attempt === wanted.attempt && line.text.startsWith(wanted.text),
+    );
+    if (!found) {
+      if (Date.now() < wanted.until) return;
+      this.wanted = null;
+      this.revealNote.hidden = false;
+      this.revealNote.textContent = "The cited line is not among the lines shown here; the diagnosis quotes it.";
+      return;
+    }
+    this.wanted = null;
+    if (found.el.hidden) this.clearFilters();
+    this.follow.checked = false;
+    for (const el of this.list.querySelectorAll(".log-line.cited")) el.classList.remove("cited");
+    found.el.classList.add("cited");
+    found.el.scrollIntoView({ block: "center" });
+  }
+
+  /** Every line shown again: no search (the address follows, as when typed), both streams. */
+  clearFilters() {
+    this.query = "";
+    this.search.value = "";
+    this.search.dispatchEvent(new Event("input"));
+    this.streams = new Set(STREAMS);
+    for (const box of this.el.querySelectorAll(".toolbar input[type=checkbox]")) {
+      if (STREAMS.includes(box.name)) box.checked = true;
+    }
+    this.applyFilter();
   }
 
   trim() {

@@ -1,6 +1,6 @@
 // A run page (/projects/<p>/runs/<r>) and a comparison (/compare?project=<p>&runs=<a>,<b>):
-// header, chart controls, every metric charted, live; the run page also has the Validation,
-// Training rollouts, Events and Logs tabs.
+// header, chart controls, every metric charted, live; the run page also has the Diagnosis
+// panel (a failed run's) and the Validation, Training rollouts, Events and Logs tabs.
 
 import * as api from "../lib/api.js";
 import { Board } from "../charts/board.js";
@@ -14,6 +14,7 @@ import { ValidationView } from "../evaluation/validation.js";
 import { RolloutsView } from "../trajectories/rollouts.js";
 import { EventsView } from "../events/eventsview.js";
 import { LogView } from "../logs/logview.js";
+import { DiagnosisPanel } from "../diagnosis/panel.js";
 import { sharePanel } from "./access.js";
 import { signInHint } from "./account.js";
 import { chartControls } from "./controls.js";
@@ -150,6 +151,7 @@ async function chartsPage(wanted, { single }) {
   // Tabs whose data changed while they were hidden: fetched again when shown.
   const stale = new Set();
   const panels = { charts: chartsPanel };
+  let diagnosis = null;
   const makers = {
     validation: () => new ValidationView(refs[0]),
     rollouts: () => new RolloutsView(refs[0]),
@@ -184,7 +186,15 @@ async function chartsPage(wanted, { single }) {
         h("button", { type: "button", role: "tab", class: "tab", dataset: { tab }, text: label, onclick: () => showTab(tab) }),
       ),
     );
-    parts.push(tabs, ...Object.values(panels));
+    // Above the tabs, whichever is shown; a cited log line opens the Logs tab at that line.
+    diagnosis = new DiagnosisPanel(refs[0], found[0].you, {
+      onLine: (attempt, citation) => {
+        showTab("logs");
+        views.logs.reveal(attempt, citation.text);
+      },
+    });
+    diagnosis.follow(found[0]);
+    parts.push(diagnosis.el, tabs, ...Object.values(panels));
     mount(...parts);
     showTab(view.tab);
   } else {
@@ -209,6 +219,7 @@ async function chartsPage(wanted, { single }) {
     onRun: (ref, run, { catchUp }) => {
       const before = runs.get(ref.key);
       runs.set(ref.key, run);
+      diagnosis?.follow(run);
       // Without charts the page says how many alerts the run has: that count follows too.
       if (before?.alert_count !== run.alert_count && !board.metricNames().length) {
         noMetrics.replaceChildren(...emptyCharts(refs, runs, [], []));
