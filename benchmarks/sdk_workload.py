@@ -9,6 +9,7 @@ It reports, with every point verified stored:
 - peak memory of the reporting process and of the server.
 
     python benchmarks/sdk_workload.py
+    python benchmarks/sdk_workload.py --spool   # the same with the durable spool on
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ingest_arena import Server, machine
 
 from tuneplane import Reporter
+from tuneplane.client.settings import SpoolSettings
 
 SERIES = [f"train/{name}" for name in ("loss", "reward", "kl", "entropy")] + [
     f"perf/{name}" for name in ("step_seconds", "tokens_per_s", "gpu_util", "mem_gb")
@@ -55,8 +57,14 @@ def main() -> int:
             # The loop reports 200,000 points in well under a second, faster than any
             # network drains them; a queue that holds the whole workload makes the run
             # measure delivery instead of the (designed) drops of a full 100,000 queue.
+            spool = SpoolSettings(str(Path(tmp) / "spool")) if "--spool" in sys.argv else None
             reporter = Reporter(
-                server.base, "bench/sdk", token, attempt=1, queue_capacity=STEPS * len(SERIES)
+                server.base,
+                "bench/sdk",
+                token,
+                attempt=1,
+                queue_capacity=STEPS * len(SERIES),
+                spool=spool,
             )
             durations = []
             values = {name: 0.0 for name in SERIES}

@@ -24,6 +24,7 @@ PORTS = "must be a whole number from 1 to 65535"
 POINTS = "must be a whole number of points from 1 to 10000000"
 TRIALS = "must be a whole number of trials from 0 to 1000000"
 ROLLOUTS = "must be a whole number of rollouts from 0 to 32"
+MEGABYTES = "must be a whole number of MB from 1 to 1048576"
 URLS = "must be an http:// or https:// URL such as http://host:8000"
 HOSTS = "must be a host name or an IP address such as 0.0.0.0"
 DATABASES = "must be sqlite:///PATH or postgresql://user@host/db"
@@ -345,6 +346,15 @@ RUN_CASES = [
         )
         for raw in ("-1", "33", "many")
     ],
+    (
+        "TUNEPLANE_SPOOL_DIR",
+        A_FILE,
+        f"TUNEPLANE_SPOOL_DIR='{A_FILE}': must be a directory, not a file",
+    ),
+    *[
+        ("TUNEPLANE_SPOOL_MAX_MB", raw, f"TUNEPLANE_SPOOL_MAX_MB={raw!r}: {MEGABYTES}")
+        for raw in ("0", "-1", "1e3", "1048577")
+    ],
 ]
 
 
@@ -381,6 +391,7 @@ def test_run_refuses_a_bad_setting_before_the_command_starts(
     tmp_path: Path, name: str, value: str, line: str
 ) -> None:
     env = {**clean_environment(tmp_path), "TUNEPLANE_URL": f"http://127.0.0.1:{free_port()}"}
+    value, line = with_file(tmp_path, value, line)
     done = run_command(tmp_path, {**env, name: value})
     refused(done, f"tuneplane: {line}")
     assert not (tmp_path / "ran").exists()
@@ -438,6 +449,12 @@ SDK_CASES = [
         "64",
         f"TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES='64': {ROLLOUTS}",
     ),
+    (
+        "TUNEPLANE_SPOOL_DIR",
+        A_FILE,
+        f"TUNEPLANE_SPOOL_DIR='{A_FILE}': must be a directory, not a file",
+    ),
+    ("TUNEPLANE_SPOOL_MAX_MB", "a gig", f"TUNEPLANE_SPOOL_MAX_MB='a gig': {MEGABYTES}"),
 ]
 
 
@@ -451,6 +468,7 @@ def test_the_sdk_says_so_once_and_training_goes_on(
         "TUNEPLANE_JOB_TOKEN": "tpi_token",
         "TUNEPLANE_JOB_ATTEMPT": "1",
     }
+    value, line = with_file(tmp_path, value, line)
     done = subprocess.run(
         [sys.executable, "-c", TRAINING],
         env={**clean_environment(tmp_path), **job, name: value},

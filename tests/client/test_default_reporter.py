@@ -177,6 +177,8 @@ def test_every_environment_variable_the_client_reads_is_documented() -> None:
         settings.QUEUE_MAX_POINTS_VARIABLE,
         settings.VAL_UPLOAD_SAMPLES_VARIABLE,
         settings.ROLLOUT_UPLOAD_SAMPLES_VARIABLE,
+        settings.SPOOL_DIR_VARIABLE,
+        settings.SPOOL_MAX_MB_VARIABLE,
         *datadir.DATA_DIR_VARIABLES,
     }
     # Nothing in the client names a variable that is not among them.

@@ -23,7 +23,10 @@ class Health:
     ``trajectories_*`` counters say it of trajectory documents (``trajectory()``), where
     ``trajectories_not_uploaded`` counts those the retention caps left out on purpose
     (neither sent nor dropped); a document the server already had, or indexed without its
-    text, counts as sent.
+    text, counts as sent. With the durable spool (``TUNEPLANE_SPOOL_DIR``), ``spooled``,
+    ``events_spooled`` and ``trajectories_spooled`` count what is journaled on disk and not
+    yet acknowledged (it waits for ``tuneplane sync``), a fourth end beside sent, dropped and
+    queued; ``not_journaled`` counts, by kind, what a full spool did not journal.
     """
 
     queued: int = 0
@@ -47,11 +50,15 @@ class Health:
     trajectories_queue_capacity: int = 0
     trajectories_not_uploaded: int = 0
     trajectories_dropped_by_reason: Mapping[str, int] = field(default_factory=dict)
+    spooled: int = 0
+    events_spooled: int = 0
+    trajectories_spooled: int = 0
+    not_journaled: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def offered(self) -> int:
         """Every point given to ``report()``: queued or refused at the door."""
-        return self.sent + self.dropped + self.queue_size
+        return self.sent + self.dropped + self.queue_size + self.spooled
 
     def heartbeat(self, interval: float) -> dict[str, float | int]:
         """The body of ``POST /api/v1/ingest/heartbeat``."""
@@ -85,13 +92,21 @@ class Health:
         by the retention caps)
         """
         lines = [
-            _summary("points", self.sent, self.dropped, self.queue_size, self.dropped_by_reason),
+            _summary(
+                "points",
+                self.sent,
+                self.dropped,
+                self.queue_size,
+                self.dropped_by_reason,
+                spooled=self.spooled,
+            ),
             _summary(
                 "events",
                 self.events_sent,
                 self.events_dropped,
                 self.events_queue_size,
                 self.events_dropped_by_reason,
+                spooled=self.events_spooled,
             ),
             _summary(
                 "trajectories",
@@ -100,6 +115,7 @@ class Health:
                 self.trajectories_queue_size,
                 self.trajectories_dropped_by_reason,
                 self.trajectories_not_uploaded,
+                spooled=self.trajectories_spooled,
             ),
         ]
         found = [line for line in lines if line is not None]
@@ -113,10 +129,18 @@ def _summary(
     queue_size: int,
     dropped_by_reason: Mapping[str, int],
     left_out: int = 0,
+    *,
+    spooled: int = 0,
 ) -> str | None:
     lost = dropped + queue_size
     if not lost:
-        return None
+        if not spooled:
+            return None
+        offered = sent + spooled
+        return (
+            f"tuneplane: {sent} of {offered} {noun} delivered ({spooled} kept in the spool: "
+            "run `tuneplane sync`)"
+        )
     reasons = dict(dropped_by_reason)
     if queue_size:
         reasons["still queued"] = queue_size
@@ -124,10 +148,11 @@ def _summary(
         why = next(iter(reasons))
     else:
         why = ", ".join(f"{count} {reason}" for reason, count in _largest_first(reasons))
-    offered = sent + dropped + queue_size
+    offered = sent + dropped + queue_size + spooled
     # Left out on purpose is no loss, but the count says why fewer arrived than were given.
     more = f"; {left_out} more left out by the retention caps" if left_out else ""
-    return f"tuneplane: {sent} of {offered} {noun} delivered ({lost} dropped: {why}{more})"
+    kept = f"; {spooled} kept in the spool: run `tuneplane sync`" if spooled else ""
+    return f"tuneplane: {sent} of {offered} {noun} delivered ({lost} dropped: {why}{more}{kept})"
 
 
 def _largest_first(reasons: Mapping[str, int]) -> list[tuple[str, int]]:

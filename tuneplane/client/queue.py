@@ -47,6 +47,7 @@ class Ledger:
         self._sent = 0
         self._invalid = 0
         self._dropped: Counter[str] = Counter()
+        self._spooled = 0  # journaled (durable spool), not yet acknowledged by the server
 
     def _discard_waiting(self) -> None:
         """Forget what waits to be taken (its count stays pending); called under the lock."""
@@ -58,10 +59,16 @@ class Ledger:
             self._dropped[reason] += count
 
     def settle(
-        self, *, sent: int = 0, invalid: int = 0, dropped: Mapping[str, int] | None = None
+        self,
+        *,
+        sent: int = 0,
+        invalid: int = 0,
+        dropped: Mapping[str, int] | None = None,
+        spooled: int = 0,
     ) -> None:
         """What was taken earlier reached its end: sent (``invalid`` of the points as
-        NaN/inf entries) or dropped, by reason."""
+        NaN/inf entries), dropped, by reason, or ``spooled``: journaled on disk, where it
+        waits for the server's answer (:meth:`resolve`) or for ``tuneplane sync``."""
         with self._lock:
             if self._abandoned:
                 return
@@ -73,9 +80,22 @@ class Ledger:
                         lost += count
             self._sent += sent
             self._invalid += invalid
-            self._pending -= sent + lost
-            self._settled += sent + lost
+            self._spooled += spooled
+            self._pending -= sent + lost + spooled
+            self._settled += sent + lost + spooled
             self._settled_changed.notify_all()
+
+    def resolve(
+        self, *, sent: int = 0, invalid: int = 0, dropped: Mapping[str, int] | None = None
+    ) -> None:
+        """Spooled items the server has now answered: stored, or refused by rule."""
+        with self._lock:
+            lost = sum(dropped.values()) if dropped else 0
+            if dropped:
+                self._dropped.update(dropped)
+            self._sent += sent
+            self._invalid += invalid
+            self._spooled -= sent + lost
 
     def close(self) -> None:
         """Refuse anything further (it counts as dropped: reporter closed)."""
@@ -198,6 +218,7 @@ class PointQueue(Ledger):
                 queue_capacity=self.capacity,
                 invalid=self._invalid,
                 dropped_by_reason=dict(self._dropped),
+                spooled=self._spooled,
             )
 
 
@@ -246,6 +267,7 @@ class EventQueue(Ledger):
                 events_queue_size=self._pending,
                 events_queue_capacity=self.capacity,
                 events_dropped_by_reason=dict(self._dropped),
+                events_spooled=self._spooled,
             )
 
 

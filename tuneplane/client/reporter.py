@@ -29,6 +29,8 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
@@ -40,7 +42,8 @@ from tuneplane.client.health import Health
 from tuneplane.client.pipeline import Pipeline
 from tuneplane.client.queue import EventQueue, PointQueue
 from tuneplane.client.sender import ALERT_TYPE, OBSERVATIONS_PATH, Sender
-from tuneplane.client.settings import FLUSH_TIMEOUT_DEFAULT, job_settings
+from tuneplane.client.settings import FLUSH_TIMEOUT_DEFAULT, SpoolSettings, job_settings
+from tuneplane.client.spool import Journal, Target
 from tuneplane.client.trajectories import EvaluationCaps, Refused, prepare_trajectory
 from tuneplane.client.trajectory_queue import RolloutBuffer, TrajectoryQueue
 from tuneplane.client.transport import OUT_OF_TIME, Outcome, RetryPolicy, Transport
@@ -105,6 +108,9 @@ class Reporter:
     without one (a resumed run's continue after its last step). ``val_upload_samples``
     and ``rollout_upload_samples`` are the trajectory text caps
     (``TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES``, ``TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES``).
+    ``spool`` turns on the durable spool (``TUNEPLANE_SPOOL_DIR``): every batch is
+    journaled on disk before it is sent, and ``tuneplane sync`` delivers what the server
+    did not acknowledge (docs/sdk.md, "Durable spool").
     """
 
     def __init__(
@@ -129,6 +135,7 @@ class Reporter:
         timeout: float = 10.0,
         transport: httpx.BaseTransport | None = None,
         next_step: int = 0,
+        spool: SpoolSettings | None = None,
     ) -> None:
         self.project, self.run = parse_run_id(run_id)
         if not 1 <= batch_points <= SCALAR_BATCH_MAX_POINTS:
@@ -159,6 +166,16 @@ class Reporter:
         self._exit_timeout = exit_timeout
         self._retry = retry or RetryPolicy()
         self._status_retry = status_retry
+        # Opened by the sender thread on its first batch: init costs no disk access.
+        self._journal = (
+            None
+            if spool is None
+            else Journal(
+                Path(spool.directory),
+                Target(self.endpoint, self.project, self.run, attempt, token),
+                spool.max_mb * 2**20,
+            )
+        )
         self._sender: Sender | None = None
         self._start_lock = threading.Lock()
         self._closed = False
@@ -183,6 +200,7 @@ class Reporter:
             "queue_capacity": job.queue_capacity,
             "val_upload_samples": job.val_upload_samples,
             "rollout_upload_samples": job.rollout_upload_samples,
+            "spool": job.spool,
             **options,
         }
         return cls(job.endpoint, job.run_id, job.token, **settings)  # type: ignore[arg-type]
@@ -260,6 +278,7 @@ class Reporter:
                 self._transport,
                 rollouts=RolloutBuffer(self._rollout_cap),
                 pipeline=self._pipeline,
+                journal=self._journal,
                 wake=self._wake,
                 batch_points=self._batch_points,
                 flush_interval=self._flush_interval,
@@ -603,7 +622,15 @@ class Reporter:
     def health(self) -> Health:
         """Delivery counters now (points, events and trajectories queued, sent, dropped,
         ...)."""
-        return self._trajectories.add_to(self._events.add_to(self._queue.health()))
+        health = self._trajectories.add_to(self._events.add_to(self._queue.health()))
+        if self._journal is not None and self._journal.not_journaled:
+            health = replace(health, not_journaled=dict(self._journal.not_journaled))
+        return health
+
+    @property
+    def spool_directory(self) -> Path | None:
+        """This reporter's journal directory (durable spool), once it has one."""
+        return None if self._journal is None else self._journal.directory
 
     def flush(self, timeout: float = FLUSH_TIMEOUT_DEFAULT) -> bool:
         """Wait up to ``timeout`` seconds until every point, event and trajectory reported
@@ -616,7 +643,12 @@ class Reporter:
         marks = [(ledger, ledger.mark()) for ledger in ledgers]
         self._trajectories.want_flush()
         self._wake.set()
-        return all(ledger.wait_settled(mark, deadline - time.monotonic()) for ledger, mark in marks)
+        settled = all(
+            ledger.wait_settled(mark, deadline - time.monotonic()) for ledger, mark in marks
+        )
+        poster = self._sender.poster
+        # With the spool, what is journaled is settled; wait for it to be posted too.
+        return settled and (poster is None or poster.wait_idle(deadline - time.monotonic()))
 
     def close(self, timeout: float = FLUSH_TIMEOUT_DEFAULT) -> Health:
         """Send what is queued for up to ``timeout`` seconds, then stop; later reports are

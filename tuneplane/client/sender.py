@@ -9,6 +9,8 @@ transport errors and 5xx with bounded exponential backoff, then dropped and coun
 drops it at once. Each kind of loss is logged once (logger ``tuneplane``), never raised:
 training must not stop for metrics. Once the server answers that a newer execution attempt
 has superseded this one, nothing more is sent (the transport says so once, on stderr).
+With the durable spool, each batch is journaled here and posted by a thread of its own
+(``client/poster.py``), so this one never waits for the network.
 """
 
 from __future__ import annotations
@@ -22,14 +24,16 @@ from typing import Final
 
 from tuneplane.client.batches import Batch, BatchBuilder
 from tuneplane.client.pipeline import Pipeline
+from tuneplane.client.poster import Poster
 from tuneplane.client.queue import EventQueue, Ledger, PointQueue, Taken
+from tuneplane.client.spool import Journal
 from tuneplane.client.trajectory_queue import (
     RolloutBuffer,
     TrajectoryQueue,
     request_body,
     requests,
 )
-from tuneplane.client.transport import NO_RETRY, OUT_OF_TIME, RetryPolicy, Transport
+from tuneplane.client.transport import NO_RETRY, OUT_OF_TIME, Outcome, RetryPolicy, Transport
 from tuneplane.contract.limits import OBSERVATION_BATCH_MAX
 
 SCALARS_PATH: Final = "/api/v1/ingest/scalars"
@@ -62,6 +66,7 @@ class Sender(threading.Thread):
         *,
         rollouts: RolloutBuffer,
         pipeline: Pipeline | None = None,
+        journal: Journal | None = None,
         wake: threading.Event,
         batch_points: int,
         flush_interval: float,
@@ -74,7 +79,19 @@ class Sender(threading.Thread):
         self._trajectories = trajectories
         self._rollouts = rollouts
         self._transport = transport
-        self._pipeline = pipeline
+        # With the durable spool, batches are journaled here and posted by the poster.
+        self.poster = (
+            None
+            if journal is None
+            else Poster(
+                transport,
+                journal,
+                retry=retry,
+                on_failed_attempt=queue.count_failed_send,
+                on_loss=self.log_loss,
+            )
+        )
+        self._pipeline = pipeline if journal is None else None
         self._wake = wake
         self._interrupt = threading.Event()
         self._batch_points = batch_points
@@ -102,6 +119,8 @@ class Sender(threading.Thread):
         time.sleep(0.001)
         with contextlib.suppress(RuntimeError):  # closed already: the first post says so
             self._transport.warm()
+        if self.poster is not None:
+            self.poster.start()
         next_heartbeat = time.monotonic()
         while True:
             stopping = self._stopping
@@ -119,6 +138,8 @@ class Sender(threading.Thread):
                 self._deliver_trajectories(stopping)
                 if stopping:
                     self._heartbeat()
+                    if self.poster is not None and self._deadline is not None:
+                        self.poster.finish(self._deadline)
                     return
                 if time.monotonic() >= next_heartbeat:
                     self._heartbeat()
@@ -231,6 +252,9 @@ class Sender(threading.Thread):
 
     def _post(self, ledger: Ledger, path: str, body: object, count: int, invalid: int = 0) -> None:
         """Send one batch of ``count`` points or events and settle them in ``ledger``."""
+        if self.poster is not None:
+            self.poster.submit(ledger, path, self._kind(ledger), body, count, invalid)
+            return
         deadline = self._deadline
         if deadline is not None and time.monotonic() >= deadline:
             ledger.settle(dropped={self._last_failure or OUT_OF_TIME: count})
@@ -251,6 +275,10 @@ class Sender(threading.Thread):
             self._last_failure = outcome.reason
         dropped: Mapping[str, int] = {outcome.reason: count}
         ledger.settle(dropped=dropped)
+        self.log_loss(ledger, outcome)
+
+    def log_loss(self, ledger: Ledger, outcome: Outcome) -> None:
+        """Say once per kind and reason that a batch was lost."""
         if not self._transport.superseded:  # the transport has said so already
             what = (
                 POINTS_LOST
@@ -261,11 +289,20 @@ class Sender(threading.Thread):
             )
             self._log_once(outcome.reason, outcome.detail, what)
 
+    def _kind(self, ledger: Ledger) -> str:
+        """What a journal record holds, by the queue its batch came from."""
+        if ledger is self._queue:
+            return "points"
+        return "events" if ledger is self._events else "trajectories"
+
     def _heartbeat(self) -> None:
         deadline = self._deadline
         if deadline is not None and deadline - time.monotonic() < 0.05:
             return
         health = self._trajectories.add_to(self._events.add_to(self._queue.health()))
+        if self.poster is not None:
+            self.poster.heartbeat(HEARTBEAT_PATH, health.heartbeat(self._heartbeat_interval))
+            return
         outcome = self._transport.post(
             HEARTBEAT_PATH,
             health.heartbeat(self._heartbeat_interval),

@@ -52,6 +52,7 @@ from tuneplane.client.settings import (
     ROLLOUT_UPLOAD_SAMPLES,
     VAL_UPLOAD_SAMPLES,
     job_settings,
+    spool_settings,
 )
 from tuneplane.client.transport import Transport
 from tuneplane.contract import environment
@@ -350,6 +351,7 @@ def _attach(
         queue_capacity=job.queue_capacity,
         val_upload_samples=job.val_upload_samples,
         rollout_upload_samples=job.rollout_upload_samples,
+        spool=job.spool,
     )
     reporter.start()
     return Run(job_project, job_run, reporter, attempt=job.attempt, ranks=ranks, suffix=suffix)
@@ -372,6 +374,7 @@ def _start(
     capacity = reader.read(QUEUE_MAX_POINTS)
     val_samples = reader.get(VAL_UPLOAD_SAMPLES)
     rollout_samples = reader.read(ROLLOUT_UPLOAD_SAMPLES)
+    spool = spool_settings(reader)
     reader.done()
     try:
         api = setup_api(url.rstrip("/"), api_key(data_dir, os.environ))
@@ -392,6 +395,7 @@ def _start(
         next_step=next_step,
         val_upload_samples=val_samples,
         rollout_upload_samples=rollout_samples,
+        spool=spool,
     )
     reporter.start()  # the sender builds its HTTP client now, off the training thread
     try:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -17,7 +18,7 @@ from tuneplane.contract.limits import (
     SCALAR_QUEUE_MAX_POINTS,
     VAL_UPLOAD_SAMPLES_MAX,
 )
-from tuneplane.contract.settings import Reader, Setting, SettingError, integer, number
+from tuneplane.contract.settings import Reader, Rule, Setting, SettingError, integer, number
 
 #: Seconds the SDK and the runner keep sending at exit before giving up (default 10).
 FLUSH_TIMEOUT_VARIABLE: Final = "TUNEPLANE_FLUSH_TIMEOUT"
@@ -56,6 +57,30 @@ ROLLOUT_UPLOAD_SAMPLES: Final = Setting(
     "Training rollouts per step that keep their trajectory text, stratified by diagnostic "
     "category (0: none).",
 )
+#: The durable spool (docs/sdk.md, "Durable spool"): unset, none.
+SPOOL_DIR_VARIABLE: Final = "TUNEPLANE_SPOOL_DIR"
+SPOOL_MAX_MB_VARIABLE: Final = "TUNEPLANE_SPOOL_MAX_MB"
+SPOOL_MAX_MB_DEFAULT: Final = 1024
+SPOOL_MAX_MB_MAX: Final = 2**20  # a terabyte
+
+
+def _directory(raw: str) -> str | None:
+    return None if os.path.isfile(raw) else raw
+
+
+SPOOL_DIR: Final = Setting(
+    SPOOL_DIR_VARIABLE,
+    Rule("must be a directory, not a file", _directory),
+    None,
+    "A directory where the SDK journals every point, event and trajectory before sending "
+    "it; `tuneplane sync` delivers what the server did not acknowledge. Unset: no spool.",
+)
+SPOOL_MAX_MB: Final = Setting(
+    SPOOL_MAX_MB_VARIABLE,
+    integer(1, SPOOL_MAX_MB_MAX, "MB"),
+    SPOOL_MAX_MB_DEFAULT,
+    "Megabytes one reporter's journal may hold; past that, new batches are not journaled.",
+)
 
 #: Every variable the SDK (in a training process) reads.
 SDK_SETTINGS: Final[tuple[Setting[Any], ...]] = (
@@ -64,6 +89,8 @@ SDK_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     QUEUE_MAX_POINTS,
     VAL_UPLOAD_SAMPLES,
     ROLLOUT_UPLOAD_SAMPLES,
+    SPOOL_DIR,
+    SPOOL_MAX_MB,
 )
 
 #: Every variable ``tuneplane run`` reads (the SDK's queue and upload caps for its command).
@@ -76,6 +103,8 @@ RUNNER_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     QUEUE_MAX_POINTS,
     VAL_UPLOAD_SAMPLES,
     ROLLOUT_UPLOAD_SAMPLES,
+    SPOOL_DIR,
+    SPOOL_MAX_MB,
 )
 #: What ``tuneplane run`` checks for its command, whose SDK would refuse a bad value only
 #: once training had started.
@@ -83,7 +112,24 @@ COMMAND_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     QUEUE_MAX_POINTS,
     VAL_UPLOAD_SAMPLES,
     ROLLOUT_UPLOAD_SAMPLES,
+    SPOOL_DIR,
+    SPOOL_MAX_MB,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class SpoolSettings:
+    """The durable spool: the directory journals go under, and one journal's bound."""
+
+    directory: str
+    max_mb: int = SPOOL_MAX_MB_DEFAULT
+
+
+def spool_settings(reader: Reader) -> SpoolSettings | None:
+    """``TUNEPLANE_SPOOL_DIR`` and ``TUNEPLANE_SPOOL_MAX_MB`` (problems go to ``reader``)."""
+    directory = reader.get(SPOOL_DIR)
+    max_mb = reader.read(SPOOL_MAX_MB)
+    return None if directory is None else SpoolSettings(directory, max_mb)
 
 
 def flush_timeout(environ: Mapping[str, str]) -> float:
@@ -104,6 +150,7 @@ class JobSettings:
     queue_capacity: int
     val_upload_samples: int | None = None
     rollout_upload_samples: int = ROLLOUT_SAMPLES_PER_STEP
+    spool: SpoolSettings | None = None
 
     def __repr__(self) -> str:  # the token never prints
         return f"JobSettings({self.run_id!r} at {self.endpoint!r}, attempt={self.attempt})"
@@ -127,6 +174,7 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
     capacity = reader.read(QUEUE_MAX_POINTS)
     val_samples = reader.get(VAL_UPLOAD_SAMPLES)
     rollout_samples = reader.read(ROLLOUT_UPLOAD_SAMPLES)
+    spool = spool_settings(reader)
     try:
         reader.done()
     except SettingError as exc:
@@ -136,5 +184,13 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
     assert run_id is not None
     assert token is not None
     return JobSettings(
-        endpoint, run_id, token, attempt, exit_timeout, capacity, val_samples, rollout_samples
+        endpoint,
+        run_id,
+        token,
+        attempt,
+        exit_timeout,
+        capacity,
+        val_samples,
+        rollout_samples,
+        spool,
     )

@@ -116,6 +116,7 @@ class TrajectoryQueue(Ledger):
                 trajectories_queue_capacity=self.capacity,
                 trajectories_not_uploaded=self._not_uploaded,
                 trajectories_dropped_by_reason=dict(self._dropped),
+                trajectories_spooled=self._spooled,
             )
 
 
