@@ -214,9 +214,23 @@ def _run(args: argparse.Namespace) -> int:
         print(f"tuneplane run: {exc}", file=sys.stderr)
         return 2
     try:
-        return run(options)
+        return run(options, follow=_nemo_rl_follower(args.follow_nemo_rl))
     except KeyboardInterrupt:  # before the command started; afterwards it gets the signal
         return 130
+
+
+def _nemo_rl_follower(log_dir: str | None) -> Any:
+    """What follows a NeMo-RL log directory with the attempt's reporter, or None."""
+    if log_dir is None:
+        return None
+    from tuneplane.client.integrations.nemo_rl import NemoRlFollower
+    from tuneplane.import_upload import NemoRlSource
+
+    def say(message: str) -> None:
+        print(f"tuneplane: {message}", file=sys.stderr, flush=True)
+
+    text_samples = _val_upload_samples()
+    return lambda reporter: NemoRlFollower(NemoRlSource(reporter, log_dir, text_samples), say=say)
 
 
 def _progress(what: str) -> Any:
@@ -372,19 +386,70 @@ def _import_lm_eval(args: argparse.Namespace) -> int:
     return _deliver(reporter, list(imported.snapshots.values()), args.out)
 
 
+def _deliver_rollouts(reporter: Any, snapshots: Sequence[Any], retry: str) -> int:
+    """Upload each training step's rollouts; 1 with a line saying what did not arrive."""
+    from tuneplane.import_upload import NotDelivered, upload_rollouts
+
+    try:
+        for snapshot in snapshots:
+            delivered = upload_rollouts(reporter, snapshot, _upload_progress())
+            print(f"tuneplane: {delivered.describe()}", file=sys.stderr)
+    except NotDelivered as failed:
+        reporter.close()
+        print(
+            f"tuneplane: not delivered: {failed.message}; `tuneplane import upload {retry}` "
+            "retries it (what already arrived is not stored twice)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _import_nemo_rl(args: argparse.Namespace) -> int:
+    from tuneplane.importers.nemo_rl import import_nemo_rl, write_snapshots
+    from tuneplane.importers.problems import ImportRefused
+    from tuneplane.importers.snapshot import summary
+
+    reporter = _job_reporter("import nemo-rl") if args.upload else None
+    if args.upload and reporter is None:
+        return 2
+    try:
+        imported = import_nemo_rl(
+            args.log_dir, text_samples=_val_upload_samples(), progress=_progress("files read")
+        )
+        written = write_snapshots(imported, args.out)
+    except ImportRefused as refused:
+        if reporter is not None:
+            reporter.close()
+        return _refused(refused)
+    for warning in imported.warnings:
+        print(f"tuneplane: warning: {warning}", file=sys.stderr)
+    for rollouts in imported.rollouts:
+        print(f"tuneplane: {rollouts.summary()}", file=sys.stderr)
+    for snapshot in imported.rounds:
+        for line in summary(snapshot):
+            print(f"tuneplane: {line}", file=sys.stderr)
+    print(f"tuneplane: {len(written)} snapshots written to {args.out}", file=sys.stderr)
+    if reporter is None:
+        return 0
+    code = _deliver_rollouts(reporter, imported.rollouts, args.out)
+    return code or _deliver(reporter, imported.rounds, args.out)
+
+
 def _import_upload(args: argparse.Namespace) -> int:
     from tuneplane.importers.problems import ImportRefused
-    from tuneplane.importers.snapshot import read_snapshots
+    from tuneplane.importers.rollout_snapshot import read_all
 
     reporter = _job_reporter("import upload")
     if reporter is None:
         return 2
     try:  # every snapshot is read and checked before anything is sent
-        snapshots = read_snapshots(args.snapshots)
+        snapshots, rollouts = read_all(args.snapshots)
     except ImportRefused as refused:
         reporter.close()
         return _refused(refused, "uploaded")
-    return _deliver(reporter, snapshots, " ".join(args.snapshots))
+    retry = " ".join(args.snapshots)
+    return _deliver_rollouts(reporter, rollouts, retry) or _deliver(reporter, snapshots, retry)
 
 
 def _import_trackio(args: argparse.Namespace) -> int:
@@ -474,6 +539,19 @@ def _add_import_commands(commands: Any) -> None:
     lm_eval.add_argument("--redactor", help="module:function applied to all text first")
     _add_upload_flag(lm_eval)
     lm_eval.set_defaults(handler=_import_lm_eval)
+    nemo_rl = sources.add_parser(
+        "nemo-rl",
+        help="NeMo-RL step files: training rollouts and validation rounds, into snapshots",
+        description="Read a NeMo-RL 0.7 log directory (train_data_step{N}.jsonl and "
+        "val_data_step{N}.jsonl, docs/import.md) into a snapshot per step: at most 32 "
+        "stratified rollouts of each training step, and each validation step as a round.",
+    )
+    nemo_rl.add_argument(
+        "log_dir", metavar="LOG_DIR", help="the step files' directory (or the exp_NNN's parent)"
+    )
+    nemo_rl.add_argument("--out", required=True, help="the directory to write snapshots to")
+    _add_upload_flag(nemo_rl)
+    nemo_rl.set_defaults(handler=_import_nemo_rl)
     upload = sources.add_parser(
         "upload",
         help="deliver saved snapshots to the current run (inside `tuneplane run`)",
@@ -582,6 +660,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir",
         help="where to find admin.key when $TUNEPLANE_API_KEY is unset "
         "(default: $TUNEPLANE_DIR, $TRACKIO_DIR or ./tuneplane-data)",
+    )
+    run.add_argument(
+        "--follow-nemo-rl",
+        metavar="LOG_DIR",
+        help="import each completed NeMo-RL step file of LOG_DIR while CMD runs "
+        "(in the background; docs/import.md)",
     )
     run.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     run.set_defaults(handler=_run)

@@ -15,6 +15,7 @@ duplicate.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ from tuneplane.client.errors import DeliveryFailed, InvalidObservation
 from tuneplane.client.health import Health
 from tuneplane.client.reporter import Reporter
 from tuneplane.contract.limits import OBSERVATION_BATCH_MAX
+from tuneplane.importers.nemo_rl import read_step
+from tuneplane.importers.nemo_rl_files import StepFile, Watch
+from tuneplane.importers.rollout_snapshot import RolloutSnapshot
 from tuneplane.importers.snapshot import Snapshot
 
 #: ``progress(what, done, total)`` as items are delivered.
@@ -115,16 +119,14 @@ def _wait_for_trajectories(
 
 
 def _send_trajectories(
-    reporter: Reporter, snapshot: Snapshot, progress: Progress | None
+    reporter: Reporter, label: str, documents: list[dict[str, Any]], progress: Progress | None
 ) -> tuple[int, int]:
-    documents = snapshot.trajectories
     if not documents:
         return 0, 0
     before = reporter.health()
     for document in documents:
         # The snapshot's documents are the contract's own fields, checked when it was read.
-        fields: dict[str, Any] = dict(document)
-        reporter.trajectory(**fields)
+        reporter.trajectory(**trajectory_fields(document))
     _wait_for_trajectories(reporter, before, len(documents), progress)
     after = reporter.health()
     sent = after.trajectories_sent - before.trajectories_sent
@@ -137,17 +139,27 @@ def _send_trajectories(
         }
         why = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()) if n > 0)
         raise NotDelivered(
-            f"round {snapshot.round_id}: {lost} of {len(documents)} trajectories not "
+            f"{label}: {lost} of {len(documents)} trajectories not "
             f"delivered ({why or 'still queued'})"
         )
     return sent, left_out
+
+
+def trajectory_fields(document: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot's trajectory as ``Reporter.trajectory()`` arguments: a rollout whose
+    reward was invalid is sent with a NaN reward, which the SDK marks invalid."""
+    fields = dict(document)
+    if fields.pop("reward_invalid", False):
+        fields["reward"] = math.nan
+    return fields
 
 
 def upload(reporter: Reporter, snapshot: Snapshot, progress: Progress | None = None) -> Delivered:
     """Deliver ``snapshot`` to the reporter's run; :class:`NotDelivered` saying what did
     not arrive (sending the snapshot again completes it)."""
     new, duplicate = _send_events(reporter, snapshot, progress)
-    sent, left_out = _send_trajectories(reporter, snapshot, progress)
+    label = f"round {snapshot.round_id}"
+    sent, left_out = _send_trajectories(reporter, label, snapshot.trajectories, progress)
     return Delivered(snapshot.round_id, new, duplicate, sent, left_out)
 
 
@@ -156,3 +168,73 @@ def upload_all(
 ) -> list[Delivered]:
     """Each snapshot in turn; the first failure stops the rest."""
     return [upload(reporter, snapshot, progress) for snapshot in snapshots]
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveredRollouts:
+    """What one rollout snapshot's upload did."""
+
+    step: int
+    sent: int
+    left_out: int
+
+    def describe(self) -> str:
+        left_out = (
+            f", {self.left_out} left out by the step's cap (TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES)"
+            if self.left_out
+            else ""
+        )
+        return f"training step {self.step} delivered: {self.sent} rollouts{left_out}"
+
+
+def upload_rollouts(
+    reporter: Reporter, snapshot: RolloutSnapshot, progress: Progress | None = None
+) -> DeliveredRollouts:
+    """Deliver a training step's rollouts; :class:`NotDelivered` saying what did not
+    arrive (a rollout's identity is its step and ID: sending again adds only what is
+    missing)."""
+    label = f"training step {snapshot.step}"
+    sent, left_out = _send_trajectories(reporter, label, snapshot.trajectories, progress)
+    return DeliveredRollouts(snapshot.step, sent, left_out)
+
+
+def queue_rollouts(reporter: Reporter, snapshot: RolloutSnapshot) -> int:
+    """Queue a step's rollouts without waiting for them (the live follower): how many the
+    reporter accepted. Queue pressure drops text; the reporter counts and logs it."""
+    return sum(
+        reporter.trajectory(**trajectory_fields(document)) for document in snapshot.trajectories
+    )
+
+
+def queue_round(reporter: Reporter, snapshot: Snapshot) -> int:
+    """A round's events through the strict call (:class:`NotDelivered` when they do not
+    arrive), then its trajectories queued without waiting: how many were accepted."""
+    _send_events(reporter, snapshot, None)
+    return sum(
+        reporter.trajectory(**trajectory_fields(document)) for document in snapshot.trajectories
+    )
+
+
+class NemoRlSource:
+    """The NeMo-RL follower's source (``tuneplane run --follow-nemo-rl``): the completed
+    step files of ``log_dir`` (:class:`tuneplane.importers.nemo_rl_files.Watch`), each read
+    as ``tuneplane import nemo-rl`` reads it and queued on ``reporter`` without waiting."""
+
+    def __init__(self, reporter: Reporter, log_dir: str, text_samples: int | None = None) -> None:
+        self._reporter = reporter
+        self._watch = Watch(log_dir)
+        self._text_samples = text_samples
+        self._files: dict[str, StepFile] = {}
+
+    def ready(self, ended: bool) -> list[str]:
+        files = self._watch.ready(ended)
+        self._files.update((f.path, f) for f in files)
+        return [f.path for f in files]
+
+    def deliver(self, path: str) -> tuple[int, int]:
+        file = self._files.pop(path)
+        self._watch.done(file)  # once, whatever happens: a bad file is not read again
+        snapshot = read_step(file, self._text_samples)
+        if isinstance(snapshot, RolloutSnapshot):
+            return queue_rollouts(self._reporter, snapshot), len(snapshot.trajectories)
+        return queue_round(self._reporter, snapshot), len(snapshot.trajectories)

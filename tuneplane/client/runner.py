@@ -24,12 +24,13 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, BinaryIO, Final
+from typing import IO, Any, BinaryIO, Final, Protocol
 
 import httpx
 
@@ -57,6 +58,15 @@ _JOB_VARIABLES: Final = (
     environment.JOB_TOKEN,
     environment.JOB_ATTEMPT,
 )
+
+
+class Follower(Protocol):
+    """Something that runs beside the command with the attempt's reporter (the NeMo-RL
+    follower): made before the command starts, started with it, stopped once it ended."""
+
+    def start(self) -> None: ...
+
+    def stop(self, timeout: float) -> None: ...
 
 
 class UsageError(Exception):
@@ -383,8 +393,35 @@ def _finish(session: Session, options: RunnerOptions, status: RunStatus, code: i
         _say(summary.removeprefix("tuneplane: "))
 
 
-def run(options: RunnerOptions, transport: httpx.BaseTransport | None = None) -> int:
-    """Run the command to its end; returns the exit code for the runner."""
+def _follower(
+    follow: Callable[[Reporter], Follower] | None, session: Session | None
+) -> Follower | None:
+    if follow is None:
+        return None
+    if session is None:
+        _say("warning: telemetry is off, so no step files are followed")
+        return None
+    return follow(session.reporter)
+
+
+def _stop_follower(follower: Follower, session: Session, timeout: float) -> None:
+    """Let the follower finish, then send what it queued (the reporter is closed at
+    once afterwards), each within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    follower.stop(timeout)
+    if not session.reporter.flush(max(0.0, deadline - time.monotonic())):
+        _say("warning: not everything the follower queued was sent within the flush timeout")
+
+
+def run(
+    options: RunnerOptions,
+    transport: httpx.BaseTransport | None = None,
+    follow: Callable[[Reporter], Follower] | None = None,
+) -> int:
+    """Run the command to its end; returns the exit code for the runner. ``follow`` makes
+    a :class:`Follower` of the attempt's reporter (before the command starts, so that it
+    knows what was there before), started beside the command and stopped, within the
+    flush timeout, once the command has ended."""
     session: Session | None = None
     try:
         session = open_session(options, transport)
@@ -396,6 +433,7 @@ def run(options: RunnerOptions, transport: httpx.BaseTransport | None = None) ->
             f"to {options.server}"
         )
     env = child_environment(os.environ, options, session)
+    follower = _follower(follow, session)
     try:
         process = subprocess.Popen(
             options.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
@@ -424,9 +462,13 @@ def run(options: RunnerOptions, transport: httpx.BaseTransport | None = None) ->
             pump.start()
         if session is not None:
             _report_status(session, "running")
+        if follower is not None:
+            follower.start()
         returncode = process.wait()
         for pump in pumps:
             pump.join(PIPE_GRACE)
+        if follower is not None and session is not None:
+            _stop_follower(follower, session, options.flush_timeout)
         if session is not None:
             status = final_status(returncode, signals.received is not None)
             _finish(session, options, status, returncode)
