@@ -78,6 +78,10 @@ PRIVATE_REQUESTS: list[tuple[str, str, Any]] = [
     ("GET", _S + "/shares", None),
     ("GET", f"/projects/{SECRET_PROJECT}/access", None),
     ("DELETE", _R + "/trajectories?trial_id=nothing", None),
+    ("PATCH", _R, {"tags": ["checked"]}),
+    # Deletions last: what an allowed caller deletes is gone for the requests after it.
+    ("DELETE", _S + "/runs/r2", None),
+    ("DELETE", _S, None),
 ]
 READS = {
     (m, p)
@@ -97,12 +101,17 @@ EDITOR_WRITES = {
     ("POST", _R + "/diagnoses"),
     ("POST", _R + "/shares"),
     ("GET", _S + "/shares"),
+    ("PATCH", _R),
 }
 OWNER_ONLY = {
     (m, p)
     for m, p, _ in PRIVATE_REQUESTS
     if p.endswith(("/access", "/members", "/members/outsider"))
-} | {("DELETE", _R + "/trajectories?trial_id=nothing")}
+} | {
+    ("DELETE", _R + "/trajectories?trial_id=nothing"),
+    ("DELETE", _S + "/runs/r2"),
+    ("DELETE", _S),
+}
 
 
 def _expected(caller: str, method: str, path: str) -> set[int]:
@@ -126,6 +135,8 @@ def _expected(caller: str, method: str, path: str) -> set[int]:
         if request in RUN_LEVEL_READS - LOGS - BODIES:
             return ok
         return {401, 404}
+    if caller == "other_share_link" and "/runs/r2" in path:
+        return {401, 404}  # the run it opens: seen, never changed
     if caller in ("revoked_key", "revoked_share_link", "expired_share_link"):
         return {401}
     if caller == "ingest_token":

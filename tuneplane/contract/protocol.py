@@ -20,6 +20,7 @@ from tuneplane.contract.limits import (
     RUN_CONFIG_MAX_BYTES,
     SCALAR_BATCH_MAX_POINTS,
 )
+from tuneplane.contract.run_meta import RunMeta, parse_meta
 from tuneplane.contract.validation import (
     STEP_RULE,
     are_steps,
@@ -69,10 +70,15 @@ def _raise_if(violations: list[Violation]) -> None:
         raise InvalidInput(tuple(violations[:20]))
 
 
+_NO_META: Final = RunMeta()
+
+
 @dataclass(frozen=True, slots=True)
 class RunCreate:
     run: str
     config: dict[str, Any] | None
+    #: Display name, group, tags and note, stored when the run is created.
+    meta: RunMeta = _NO_META
 
 
 def parse_run_create(body: object) -> RunCreate:
@@ -85,9 +91,13 @@ def parse_run_create(body: object) -> RunCreate:
     config = item.get("config")
     if config is not None and (problem_of_config := _config_violation(config)) is not None:
         violations.append(problem_of_config)
+    try:
+        meta = parse_meta(item)
+    except InvalidInput as exc:
+        violations.extend(exc.violations)
     _raise_if(violations)
     assert isinstance(run, str)
-    return RunCreate(run=run, config=config or None)
+    return RunCreate(run=run, config=config or None, meta=meta)
 
 
 def _config_violation(config: object) -> Violation | None:

@@ -146,6 +146,11 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     # Writes by people.
     ("POST", _API + "/runs"): Rule("create-run"),
     ("POST", _RUN + "/attempts"): Rule("write-run"),
+    # A run's display name, group, tags and note (editors); deleting runs and projects
+    # (owners).
+    ("PATCH", _RUN): Rule("write-run"),
+    ("DELETE", _RUN): Rule("manage-project"),
+    ("DELETE", _API): Rule("manage-project"),
     # Signing in and out, the first administrator, share links opened in a browser.
     ("GET", "/sign-in"): Rule("view-instance"),
     ("GET", "/welcome"): Rule("view-instance"),

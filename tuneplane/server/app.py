@@ -28,7 +28,9 @@ from tuneplane.server import (
     oidc,
     pages,
     project_access,
+    purger,
     reads,
+    run_admin,
     runs,
     sdk_ingest,
     signin,
@@ -118,6 +120,9 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         sweeping = asyncio.create_task(
             sweeper.sweep_forever(app.state.tuneplane, settings.sweep_interval)
         )
+        purging = asyncio.create_task(
+            purger.purge_forever(app.state.tuneplane, settings.sweep_interval)
+        )
         watching = asyncio.create_task(diagnoses.watch_lost_attempts(app.state.tuneplane))
         # Trackio databases in the data directory: imported beside the requests.
         importing = (
@@ -129,6 +134,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
             yield
         finally:
             sweeping.cancel()
+            purging.cancel()
             watching.cancel()
             if importing is not None:
                 importing.cancel()
@@ -166,6 +172,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         evaluation.router,
         diagnoses.router,
         runs.router,
+        run_admin.router,
         sdk_ingest.router,
         trajectories.router,
         signin.router,

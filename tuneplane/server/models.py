@@ -57,7 +57,14 @@ class AttemptConfig(BaseModel):
 
 class RunOut(BaseModel):
     project: str
+    #: The run's ID: its address, which never changes.
     run: str
+    #: What pages show instead of the ID, when set (PATCH …/runs/{run}).
+    display_name: str | None = None
+    group: str | None = None
+    tags: list[str] = []
+    #: Free text, shown as text.
+    note: str | None = None
     config: dict[str, object] | None
     created_at: float
     updated_at: float
@@ -72,6 +79,17 @@ class RunOut(BaseModel):
     #: One run's answer only: the attempts that recorded a config other than the run's.
     attempt_configs: list[AttemptConfig] | None = None
     you: Permissions | None = None
+    #: The runs list only: the values of the ``columns`` asked for (null where a run has none).
+    columns: dict[str, object] | None = None
+
+
+class Deleted(BaseModel):
+    """A deleted run (``run`` null for a whole project): gone from every read now, its data
+    purged in the background."""
+
+    project: str
+    run: str | None
+    deleted: bool
 
 
 class MetricOut(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -22,6 +22,15 @@ from tuneplane.contract.limits import (
     QUERY_INTEGER_MAX,
     STEP_MAX,
 )
+from tuneplane.contract.run_query import (
+    RUNS_PAGE_DEFAULT,
+    RUNS_PAGE_MAX,
+    Field,
+    config_value,
+    parse_columns,
+    parse_query,
+    parse_sort,
+)
 from tuneplane.server.access import caller_of, permissions
 from tuneplane.server.models import (
     AlertOut,
@@ -38,7 +47,7 @@ from tuneplane.server.models import (
 from tuneplane.server.responses import JSON
 from tuneplane.server.run_json import run_json
 from tuneplane.server.state import app_state
-from tuneplane.store import access, catalog, points
+from tuneplane.store import access, catalog, points, run_search
 from tuneplane.store.runs import differing_attempt_configs
 
 router = APIRouter(prefix="/api/v1", tags=["read"])
@@ -78,19 +87,44 @@ def list_projects(request: Request) -> Response:
 
 
 @router.get("/projects/{project}/runs", response_model=list[RunOut])
-def list_runs(request: Request, project: str) -> Response:
-    """The project's runs (for a share link, just the run it opens)."""
+def list_runs(
+    request: Request,
+    project: str,
+    q: Annotated[str | None, Query(description="a search (docs/api.md, Searching runs)")] = None,
+    sort: Annotated[str | None, Query(description="FIELD or -FIELD (descending)")] = None,
+    columns: Annotated[str | None, Query(description="config.KEY,METRIC.STAT,…")] = None,
+    limit: Annotated[int, Query(ge=1, le=RUNS_PAGE_MAX)] = RUNS_PAGE_DEFAULT,
+    offset: Annotated[int, Query(ge=0, le=QUERY_INTEGER_MAX)] = 0,
+) -> Response:
+    """The project's runs matching ``q``, in ``sort`` order (oldest first without one), a
+    page of ``limit`` from ``offset``; the header ``X-Total-Count`` says how many match.
+    ``columns`` adds the named config values and summary metrics to each run, as
+    ``columns``. For a share link, just the run it opens."""
+    terms, order, fields = parse_query(q or ""), parse_sort(sort), parse_columns(columns)
     actor = caller_of(request).actor
     with app_state(request).database.connect() as connection:
-        rows = catalog.list_runs(connection, project)
+        found = run_search.search_runs(connection, project, terms, order, fields, limit, offset)
         you = permissions(request, connection, project)
-    return JSON(
-        [
-            {**run_json(project, row), "you": you}
-            for row in rows
-            if actor.share_run_id in (None, row.id)
-        ]
-    )
+    shown = [row for row in found.rows if actor.share_run_id in (None, row.id)]
+    answer = [
+        {**run_json(project, row), "you": you, **_columns(fields, row, found)} for row in shown
+    ]
+    total = found.total if actor.share_run_id is None else len(shown)
+    return JSON(answer, headers={"X-Total-Count": str(total)})
+
+
+def _columns(
+    fields: Sequence[Field], row: catalog.RunRow, found: run_search.RunPage
+) -> dict[str, object]:
+    if not fields:
+        return {}
+    values: dict[str, object] = {}
+    for field in fields:
+        if field.kind == "config":
+            values[field.text] = config_value(row.config, field.path)
+        else:
+            values[field.text] = found.metric_columns.get(row.id, {}).get(field.text)
+    return {"columns": values}
 
 
 @router.get(RUN, response_model=RunOut)

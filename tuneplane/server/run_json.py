@@ -46,6 +46,10 @@ def run_json(project: str, row: RunRow, now: float | None = None) -> dict[str, o
     return {
         "project": project,
         "run": row.name,
+        "display_name": row.display_name,
+        "group": row.group,
+        "tags": list(row.tags),
+        "note": row.note,
         "config": row.config,
         "created_at": row.created_at,
         "updated_at": row.updated_at,

@@ -28,7 +28,8 @@ router = APIRouter(prefix="/api/v1", tags=["runs"])
 @router.post("/projects/{project}/runs", response_model=RunOut, status_code=201)
 async def create_run(request: Request, project: str) -> Response:
     """Create a run (201), or resume it (200). A different config for an existing run is
-    refused (409): a run's config is fixed when it is created."""
+    refused (409): a run's config is fixed when it is created. ``display_name``, ``group``,
+    ``tags`` and ``note`` are stored with a new run (``PATCH`` changes them later)."""
     problem = id_problem(project)
     if problem:
         raise InvalidInput((Violation("project", problem),))
@@ -41,6 +42,7 @@ async def create_run(request: Request, project: str) -> Response:
         wanted.run,
         wanted.config,
         ProjectSetup(state.settings.default_visibility, caller_of(request).actor.user_id),
+        wanted.meta,
     )
     with database.connect() as connection:
         row = catalog.get_run(connection, project, wanted.run)

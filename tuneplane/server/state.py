@@ -54,6 +54,8 @@ class AppState:
     first_admin: FirstAdmin = field(default_factory=FirstAdmin)
     #: Work started by a request that outlives it (diagnoses): held so it is not collected.
     background: set[asyncio.Task[Any]] = field(default_factory=set)
+    #: Set by a deletion of a run or project: the purger (server/purger.py) starts at once.
+    purge_wanted: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 def app_state(connection: HTTPConnection) -> AppState:

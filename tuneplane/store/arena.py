@@ -176,3 +176,9 @@ class ArenaIngest:
             self._runs.clear()
         self._runs[key] = outcome.run
         return outcome
+
+    def forget(self, project: str, run: str | None = None) -> None:
+        """A deleted run (or every run of a deleted project): the next batch naming it
+        creates the run anew."""
+        for key in [k for k in self._runs if k[0] == project and run in (None, k[1])]:
+            self._runs.pop(key, None)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Connection, func, select, union_all
 
 from tuneplane.contract.errors import NotFound
 from tuneplane.contract.observations import OBSERVATION_TYPES
+from tuneplane.store.run_meta import tags_of
 from tuneplane.store.schema import alerts, metrics, observations, projects, runs
 
 
@@ -39,6 +40,10 @@ class RunRow:
     #: The newest observation event's row id: it changes whenever an event, distribution,
     #: health snapshot or evaluation outcome is stored, so readers know to fetch again.
     last_observation_id: int | None
+    display_name: str | None
+    group: str | None
+    note: str | None
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +64,17 @@ def list_projects(connection: Connection) -> list[ProjectRow]:
             func.count(runs.c.id),
             func.max(runs.c.updated_at),
         )
-        .outerjoin(runs, runs.c.project_id == projects.c.id)
+        .outerjoin(runs, (runs.c.project_id == projects.c.id) & runs.c.deleted_at.is_(None))
+        .where(projects.c.deleted_at.is_(None))
         .group_by(projects.c.id, projects.c.name, projects.c.created_at)
         .order_by(projects.c.name)
     )
     return [ProjectRow(*row) for row in connection.execute(query)]
+
+
+def project_id(connection: Connection, project: str) -> int:
+    """The id of a project (404 when there is none of that name, or it was deleted)."""
+    return _project_id(connection, project)
 
 
 def _project_id(connection: Connection, project: str) -> int:
@@ -110,13 +121,30 @@ def _run_query() -> Any:
         runs.c.health,
         runs.c.health_at,
         _last_observation_id(),
+        runs.c.display_name,
+        runs.c.run_group,
+        runs.c.note,
     )
+
+
+def run_query() -> Any:
+    """The columns of :class:`RunRow` (without its tags: :func:`with_tags`)."""
+    return _run_query()
+
+
+def with_tags(connection: Connection, rows: list[RunRow]) -> list[RunRow]:
+    tags = tags_of(connection, [row.id for row in rows])
+    return [replace(row, tags=tuple(tags[row.id])) for row in rows]
 
 
 def list_runs(connection: Connection, project: str) -> list[RunRow]:
     project_id = _project_id(connection, project)
-    query = _run_query().where(runs.c.project_id == project_id).order_by(runs.c.created_at)
-    return [RunRow(*row) for row in connection.execute(query)]
+    query = (
+        _run_query()
+        .where(runs.c.project_id == project_id, runs.c.deleted_at.is_(None))
+        .order_by(runs.c.created_at)
+    )
+    return with_tags(connection, [RunRow(*row) for row in connection.execute(query)])
 
 
 def get_run(connection: Connection, project: str, run: str) -> RunRow:
@@ -126,7 +154,7 @@ def get_run(connection: Connection, project: str, run: str) -> RunRow:
     ).one_or_none()
     if row is None:
         raise NotFound(f"run {run!r} not found in project {project!r}")
-    return RunRow(*row)
+    return with_tags(connection, [RunRow(*row)])[0]
 
 
 def find_metric_id(connection: Connection, run_id: int, metric: str) -> int | None:

@@ -264,7 +264,10 @@ def check_current(connection: Connection, scope: TokenScope) -> None:
         dialect.sql("SELECT token_hash, token_expires_at FROM attempts WHERE id = ?" + lock),
         (scope.attempt_id,),
     )
-    token_hash, expires_at = cursor.fetchone()
+    found = cursor.fetchone()
+    if found is None:  # the run was deleted, and its attempts with it
+        raise Unauthorized("authorization: the ingest token is not valid (its run was deleted)")
+    token_hash, expires_at = found
     if not hmac.compare_digest(token_hash, scope.token_hash):
         raise Unauthorized(
             "authorization: the ingest token was replaced (the attempt was started again "

@@ -12,9 +12,11 @@ from sqlalchemy import Connection, select, update
 from tuneplane.contract.access import Visibility
 from tuneplane.contract.errors import Conflict
 from tuneplane.contract.protocol import TERMINAL_STATUSES, StatusReport
+from tuneplane.contract.run_meta import RunMeta
 from tuneplane.store.access import add_owner
 from tuneplane.store.credentials import IssuedToken, TokenScope, start_attempt
 from tuneplane.store.dialect import upsert
+from tuneplane.store.run_meta import apply_meta
 from tuneplane.store.schema import attempts, projects, runs
 
 RunConfig = dict[str, Any]
@@ -82,13 +84,18 @@ def create_or_resume(
     run: str,
     config: RunConfig | None,
     setup: ProjectSetup | None = None,
+    meta: RunMeta | None = None,
 ) -> bool:
     """Create the run unless it exists; True when it was created. A project created here
-    takes ``setup`` (without one it is public, as the Arena route makes them)."""
+    takes ``setup`` (without one it is public, as the Arena route makes them). ``meta``
+    (display name, group, tags, note) is stored when the run is created; resuming an
+    existing run leaves its own as they are."""
     now = time.time()
     if setup is not None:
         _create_project(connection, project, setup, now)
-    _known, created = ensure_run(connection, project, run, config, now)
+    known, created = ensure_run(connection, project, run, config, now)
+    if created and meta is not None and not meta.is_empty():
+        apply_meta(connection, known.id, meta, now)
     return created
 
 

@@ -461,3 +461,26 @@ diagnoses = Table(
     Column("finished_at", Float, nullable=True),
 )
 Index("ix_diagnoses_run", diagnoses.c.run_id, diagnoses.c.id)
+
+# --- managing runs (docs/api.md, "Managing runs") -----------------------------------------
+
+# What people say about a run: a display name (its ID, the address, never changes), the
+# group of runs it belongs to (a sweep, a seed set) and a note. Tags are in run_tags.
+runs.append_column(Column("display_name", String(200), nullable=True))
+runs.append_column(Column("run_group", String(128), nullable=True))
+runs.append_column(Column("note", Text, nullable=True))
+# A deleted run or project: its name is given up at once (it becomes "~deleted~<id>") and
+# reads answer 404; its rows are purged in the background, batch by batch (store/purge.py).
+runs.append_column(Column("deleted_at", Float, nullable=True))
+projects.append_column(Column("deleted_at", Float, nullable=True))
+
+run_tags = Table(
+    "run_tags",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True),
+    Column("tag", String(64), primary_key=True),
+)
+Index("ix_run_tags_tag", run_tags.c.tag, run_tags.c.run_id)
+# The runs list: a project's runs in creation order, and its groups.
+Index("ix_runs_project_created", runs.c.project_id, runs.c.created_at)
+Index("ix_runs_project_group", runs.c.project_id, runs.c.run_group)
