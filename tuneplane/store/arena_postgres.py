@@ -11,6 +11,8 @@ into their blocks through ``points``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from tuneplane.contract.arena import ArenaLog
 from tuneplane.store.points import store_new_points, summarize
@@ -98,72 +100,86 @@ def _float_array(items: Sequence[float]) -> str:
     return "{" + ",".join(map(repr, items)) + "}"
 
 
-def store_logs(
-    sql: Dialect, logs: Sequence[tuple[int, Sequence[ArenaLog]]], now: float
-) -> list[tuple[int, int]]:
-    """Store the log events of several batches, given as (run id, events with distinct
-    ``log_id``s, none repeated by another batch of the run); returns (new events, new
-    points) per batch."""
-    names: dict[str, int] = {}
-    run_ids: list[int] = []
-    log_ids: list[str] = []
-    steps: list[int] = []
-    event_ords: list[int] = []
-    name_ords: list[int] = []
-    values: list[float] = []
-    # Each series' points, with the event's ordinal until its id is known, and each run's
-    # (points, last step): as if every event is new, so the summaries can be sent along.
-    series: dict[tuple[int, str], list[tuple[int, int, float]]] = {}
-    per_run: dict[int, list[int]] = {}
+@dataclass(slots=True)
+class _Columns:
+    """Several batches' log events as the columns the statement takes, and each series'
+    points with the event's ordinal until its ID is known, and each run's (points, last
+    step): as if every event is new, so the summaries can be sent along."""
+
+    names: dict[str, int] = field(default_factory=dict)
+    run_ids: list[int] = field(default_factory=list)
+    log_ids: list[str] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+    event_ords: list[int] = field(default_factory=list)
+    name_ords: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    series: dict[tuple[int, str], list[tuple[int, int, float]]] = field(default_factory=dict)
+    per_run: dict[int, list[int]] = field(default_factory=dict)
+
+
+def _columns(logs: Sequence[tuple[int, Sequence[ArenaLog]]]) -> _Columns:
+    c = _Columns()
+    names, series = c.names, c.series
     for run_id, batch_logs in logs:
         for log in batch_logs:
-            run_ids.append(run_id)
-            log_ids.append(log.log_id)
-            steps.append(log.step)
-            ordinal = len(log_ids)
-            run_total = per_run.setdefault(run_id, [0, -1])
+            c.run_ids.append(run_id)
+            c.log_ids.append(log.log_id)
+            c.steps.append(log.step)
+            ordinal = len(c.log_ids)
+            run_total = c.per_run.setdefault(run_id, [0, -1])
             run_total[0] += len(log.metrics)
             run_total[1] = max(run_total[1], log.step)
             for name, value in log.metrics.items():
-                event_ords.append(ordinal)
-                name_ords.append(names.setdefault(name, len(names) + 1))
-                values.append(value)
+                c.event_ords.append(ordinal)
+                c.name_ords.append(names.setdefault(name, len(names) + 1))
+                c.values.append(value)
                 point = (log.step, ordinal, value)
                 points_of = series.get((run_id, name))
                 if points_of is None:
                     series[run_id, name] = [point]
                 else:
                     points_of.append(point)
-    if not log_ids:
+    return c
+
+
+def _parameters(c: _Columns, now: float) -> dict[str, Any]:
+    summary_columns = list(zip(*summarize(c.series), strict=True))
+    run_columns = list(zip(*((run_id, *row) for run_id, row in c.per_run.items()), strict=True))
+    return {
+        "now": now,
+        "runs": _int_array(c.run_ids),
+        # IDs are letters, digits, "_" and "-": quoted, they need no escaping.
+        "log_ids": "{" + ",".join(f'"{log_id}"' for log_id in c.log_ids) + "}",
+        "steps": _int_array(c.steps),
+        "names": list(c.names),
+        "event_ords": _int_array(c.event_ords),
+        "name_ords": _int_array(c.name_ords),
+        "values": _float_array(c.values),
+        "events": len(c.log_ids),
+        "s_runs": _int_array(summary_columns[0]),
+        "s_names": list(summary_columns[1]),
+        "s_counts": _int_array(summary_columns[2]),
+        "s_lows": _float_array(summary_columns[3]),
+        "s_highs": _float_array(summary_columns[4]),
+        "s_firsts": _int_array(summary_columns[5]),
+        "s_lasts": _int_array(summary_columns[6]),
+        "s_last_values": _float_array(summary_columns[7]),
+        "r_runs": _int_array(run_columns[0]),
+        "r_counts": _int_array(run_columns[1]),
+        "r_steps": _int_array(run_columns[2]),
+    }
+
+
+def store_logs(
+    sql: Dialect, logs: Sequence[tuple[int, Sequence[ArenaLog]]], now: float
+) -> list[tuple[int, int]]:
+    """Store the log events of several batches, given as (run id, events with distinct
+    ``log_id``s, none repeated by another batch of the run); returns (new events, new
+    points) per batch."""
+    c = _columns(logs)
+    if not c.log_ids:
         return [(0, 0)] * len(logs)
-    summary_columns = list(zip(*summarize(series), strict=True))
-    run_columns = list(zip(*((run_id, *row) for run_id, row in per_run.items()), strict=True))
-    sql.cursor.execute(
-        _STORE_LOGS,
-        {
-            "now": now,
-            "runs": _int_array(run_ids),
-            # IDs are letters, digits, "_" and "-": quoted, they need no escaping.
-            "log_ids": "{" + ",".join(f'"{log_id}"' for log_id in log_ids) + "}",
-            "steps": _int_array(steps),
-            "names": list(names),
-            "event_ords": _int_array(event_ords),
-            "name_ords": _int_array(name_ords),
-            "values": _float_array(values),
-            "events": len(log_ids),
-            "s_runs": _int_array(summary_columns[0]),
-            "s_names": list(summary_columns[1]),
-            "s_counts": _int_array(summary_columns[2]),
-            "s_lows": _float_array(summary_columns[3]),
-            "s_highs": _float_array(summary_columns[4]),
-            "s_firsts": _int_array(summary_columns[5]),
-            "s_lasts": _int_array(summary_columns[6]),
-            "s_last_values": _float_array(summary_columns[7]),
-            "r_runs": _int_array(run_columns[0]),
-            "r_counts": _int_array(run_columns[1]),
-            "r_steps": _int_array(run_columns[2]),
-        },
-    )
+    sql.cursor.execute(_STORE_LOGS, _parameters(c, now))
     event_ids, event_runs, new_log_ids, metric_ids, metric_runs, metric_names, _ = (
         sql.cursor.fetchone()
     )
@@ -172,9 +188,9 @@ def store_logs(
     series_ids = dict(zip(zip(metric_runs, metric_names, strict=True), metric_ids, strict=True))
     new_events = dict(zip(zip(event_runs, new_log_ids, strict=True), event_ids, strict=True))
     # Event ids by ordinal (index 0 unused); None for a retried event.
-    event_of = [None, *(new_events.get(key) for key in zip(run_ids, log_ids, strict=True))]
+    event_of = [None, *(new_events.get(key) for key in zip(c.run_ids, c.log_ids, strict=True))]
     new_points = {}
-    for key, found in series.items():
+    for key, found in c.series.items():
         kept = [
             (step, event, value)
             for step, ordinal, value in found
