@@ -118,3 +118,10 @@ def test_the_sdk_saying_the_server_was_unreachable_is_a_finding() -> None:
     assert codes(Evidence(lines=lines(line, "stderr"))) == ["ingest_unreachable"]
     health = {"dropped_by_reason": {"server unreachable": 12}}
     assert codes(Evidence(transport=health)) == ["ingest_unreachable"]
+
+
+def test_a_long_message_is_cut_at_a_word_and_says_so() -> None:
+    text = 'Traceback (most recent call last):\n  File "/job/t.py", line 1, in f\n'
+    text += "RuntimeError: " + "word " * 100
+    (finding,) = diagnose(Evidence(lines=lines(text)))
+    assert finding.detail.endswith("word … in f (/job/t.py, line 1)")

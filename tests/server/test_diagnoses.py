@@ -76,12 +76,15 @@ def test_a_failed_attempt_is_diagnosed_from_its_log_tail(api: TestClient) -> Non
     assert (diagnosis["attempt"], diagnosis["trigger"], diagnosis["state"]) == (1, "failed", "done")
     cuda, exception = diagnosis["findings"]
     assert (cuda["code"], cuda["confidence"]) == ("cuda_oom", "certain")
-    assert cuda["citations"] == [{"kind": "log", "line": 6, "text": OOM.splitlines()[-1]}]
+    # The line's place in the tail, and where it is stored (the log view links to it).
+    assert cuda["citations"] == [{"kind": "log", "line": 6, "seq": 6, "text": OOM.splitlines()[-1]}]
     assert "batch size" in cuda["next_action"]
     assert exception["code"] == "python_exception"
     assert "in main (/home/me/train.py, line 30)" in exception["detail"]
     run = api.get(RUN).json()
     assert (run["status"], run["exit_code"]) == ("failed", 1)  # as the job reported it
+    # Its recording was news for the run's live stream, which follows updated_at.
+    assert run["updated_at"] >= diagnosis["finished_at"]
 
 
 def test_nan_onset_is_found_in_the_metrics_and_a_retried_ending_is_diagnosed_once(

@@ -17,6 +17,8 @@ class LogLine:
     index: int
     stream: Literal["stdout", "stderr"]
     text: str
+    #: Where the line is stored (its attempt's sequence number), for a link to it.
+    seq: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,7 @@ class Citation:
 
     line: int | None = None
     text: str | None = None
+    seq: int | None = None
     series: str | None = None
     step: int | None = None
     value: float | None = None
@@ -54,7 +57,7 @@ class Citation:
         if self.series is not None:
             return {"kind": "metric", "series": self.series, "step": self.step,
                     "value": self.value}  # fmt: skip
-        return {"kind": "log", "line": self.line, "text": self.text}
+        return {"kind": "log", "line": self.line, "seq": self.seq, "text": self.text}
 
 
 @dataclass(frozen=True, slots=True)

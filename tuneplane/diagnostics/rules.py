@@ -7,7 +7,13 @@ import signal
 from collections.abc import Iterator
 from typing import Final
 
-from tuneplane.diagnostics.evidence import CONFIDENCE_ORDER, Citation, Evidence, Finding
+from tuneplane.diagnostics.evidence import (
+    CONFIDENCE_ORDER,
+    Citation,
+    Evidence,
+    Finding,
+    LogLine,
+)
 from tuneplane.diagnostics.patterns import PATTERNS, Pattern
 from tuneplane.diagnostics.tracebacks import last_traceback
 from tuneplane.diagnostics.trends import metric_findings
@@ -19,6 +25,18 @@ _KILLED: Final = {137, -9}
 _TERMINATED: Final = {143, -15}
 
 
+def shorten(text: str, limit: int = 300) -> str:
+    """``text`` cut at a word within ``limit`` characters, the cut marked."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    return cut.rstrip() + " …"
+
+
+def _cite(line: LogLine) -> Citation:
+    return Citation(line=line.index, text=line.text[:500], seq=line.seq)
+
+
 def _pattern_finding(pattern: Pattern, evidence: Evidence) -> Finding | None:
     cited = [
         line
@@ -28,15 +46,14 @@ def _pattern_finding(pattern: Pattern, evidence: Evidence) -> Finding | None:
     ]
     if not cited:
         return None
-    first = cited[0].text.strip()
     more = f" (and {len(cited) - 1} more lines)" if len(cited) > 1 else ""
     return Finding(
         pattern.code,
         pattern.title,
         pattern.confidence,
-        f"{first[:300]}{more}",
+        f"{shorten(cited[0].text.strip())}{more}",
         pattern.next_action,
-        tuple(Citation(line=line.index, text=line.text[:500]) for line in cited[:MAX_CITED_LINES]),
+        tuple(_cite(line) for line in cited[:MAX_CITED_LINES]),
     )
 
 
@@ -50,7 +67,7 @@ def _exception_finding(evidence: Evidence) -> Finding | None:
         if frame is not None
         else " (no frame of the job's own code: raised inside a library)"
     )
-    message = f": {parsed.message[:300]}" if parsed.message else ""
+    message = f": {shorten(parsed.message)}" if parsed.message else ""
     return Finding(
         "python_exception",
         f"The job raised {parsed.exception_type}",
@@ -59,10 +76,7 @@ def _exception_finding(evidence: Evidence) -> Finding | None:
         "Read the traceback from its innermost frame of your code"
         + (f" ({frame.path}:{frame.line})" if frame is not None else "")
         + "; the findings above, when there are any, say what the error usually means.",
-        (
-            Citation(line=parsed.start.index, text=parsed.start.text),
-            Citation(line=parsed.exception_line.index, text=parsed.exception_line.text[:500]),
-        ),
+        (_cite(parsed.start), _cite(parsed.exception_line)),
     )
 
 

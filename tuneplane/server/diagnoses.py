@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Coroutine
 from typing import Annotated, Any, Final
 
 import httpx
@@ -34,8 +35,8 @@ logger = logging.getLogger("tuneplane")
 def evidence_of(stored: AttemptEvidence, ending: str) -> Evidence:
     return Evidence(
         lines=[
-            LogLine(index, "stderr" if stream == "stderr" else "stdout", text)
-            for index, (stream, text) in enumerate(stored.lines)
+            LogLine(index, "stderr" if stream == "stderr" else "stdout", text, seq)
+            for index, (stream, text, seq) in enumerate(stored.lines)
         ],
         exit_code=stored.exit_code,
         ending=ending,
@@ -98,16 +99,13 @@ async def run_diagnosis(state: AppState, run_id: int, attempt: int, trigger: str
     as_json = None if findings is None else [finding.to_json() for finding in findings]
     try:
         await state.database.write(records.finish, diagnosis, as_json, error, key=run_id)
-        state.live.notify(run_id)
-        llm = state.settings.diagnosis
-        if llm is not None and evidence is not None and findings is not None:
-            pending = {"state": "running", "model": llm.model}
-            await state.database.write(records.explain, diagnosis, pending, key=run_id)
-            explanation = await _explanation(llm, evidence, findings)
-            await state.database.write(records.explain, diagnosis, explanation, key=run_id)
-            state.live.notify(run_id)
     except Exception as exc:
         logger.warning("tuneplane: diagnosis %d could not be recorded: %s", diagnosis, exc)
+        return diagnosis
+    state.live.notify(run_id)
+    llm = state.settings.diagnosis
+    if llm is not None and evidence is not None and findings is not None:
+        _in_background(state, _explain(state, llm, run_id, diagnosis, evidence, findings))
     return diagnosis
 
 
@@ -118,12 +116,34 @@ async def _diagnose_quietly(state: AppState, run_id: int, attempt: int, trigger:
         logger.warning("tuneplane: no diagnosis of run %d attempt %d: %s", run_id, attempt, exc)
 
 
-def start_diagnosis(state: AppState, run_id: int, attempt: int, trigger: str) -> None:
-    """In the background: the request that ended the attempt is answered at once."""
-    loop = asyncio.get_running_loop()
-    task = loop.create_task(_diagnose_quietly(state, run_id, attempt, trigger))
+def _in_background(state: AppState, work: Coroutine[Any, Any, None]) -> None:
+    task = asyncio.get_running_loop().create_task(work)
     state.background.add(task)
     task.add_done_callback(state.background.discard)
+
+
+async def _explain(
+    state: AppState,
+    llm: DiagnosisSettings,
+    run_id: int,
+    diagnosis: int,
+    evidence: Evidence,
+    findings: list[Finding],
+) -> None:
+    """The written explanation, after the findings are recorded; never raises."""
+    try:
+        pending = {"state": "running", "model": llm.model}
+        await state.database.write(records.explain, diagnosis, pending, key=run_id)
+        explanation = await _explanation(llm, evidence, findings)
+        await state.database.write(records.explain, diagnosis, explanation, key=run_id)
+        state.live.notify(run_id)
+    except Exception as exc:
+        logger.warning("tuneplane: diagnosis %d: no explanation recorded: %s", diagnosis, exc)
+
+
+def start_diagnosis(state: AppState, run_id: int, attempt: int, trigger: str) -> None:
+    """In the background: the request that ended the attempt is answered at once."""
+    _in_background(state, _diagnose_quietly(state, run_id, attempt, trigger))
 
 
 def _lost(state: AppState) -> list[tuple[int, int]]:

@@ -34,7 +34,7 @@ class AttemptEvidence:
 
     exit_code: int | None
     status: str | None
-    lines: list[tuple[str, str]]  # (stream, text), oldest first
+    lines: list[tuple[str, str, int]]  # (stream, text, seq), oldest first
     series: list[tuple[str, Points]]
     health: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] | None = None
@@ -51,14 +51,14 @@ def _attempt_row(connection: Connection, run_id: int, attempt: int) -> Any:
     return row
 
 
-def _tail(connection: Connection, run_id: int, attempt: int) -> list[tuple[str, str]]:
+def _tail(connection: Connection, run_id: int, attempt: int) -> list[tuple[str, str, int]]:
     newest = connection.execute(
-        select(log_lines.c.stream, log_lines.c.text)
+        select(log_lines.c.stream, log_lines.c.text, log_lines.c.seq)
         .where(log_lines.c.run_id == run_id, log_lines.c.attempt == attempt)
         .order_by(log_lines.c.id.desc())
         .limit(LOG_TAIL_LINES)
     ).all()
-    return [(stream, text) for stream, text in reversed(newest)]
+    return [(stream, text, int(seq)) for stream, text, seq in reversed(newest)]
 
 
 def _series(
@@ -110,9 +110,22 @@ def begin(connection: Connection, run_id: int, attempt: int, trigger: str) -> in
             created_at=time.time(),
         )
     )  # fmt: skip
+    _touch(connection, run_id)
     key = created.inserted_primary_key
     assert key is not None
     return int(key[0])
+
+
+def _touch(connection: Connection, run_id: int) -> None:
+    """A diagnosis that starts, ends or is explained is news on the run's live stream."""
+    connection.execute(update(runs).where(runs.c.id == run_id).values(updated_at=time.time()))
+
+
+def _touch_diagnosed(connection: Connection, diagnosis: int) -> None:
+    run_id = connection.execute(
+        select(diagnoses.c.run_id).where(diagnoses.c.id == diagnosis)
+    ).scalar_one()
+    _touch(connection, run_id)
 
 
 def finish(
@@ -131,12 +144,14 @@ def finish(
             finished_at=time.time(),
         )
     )
+    _touch_diagnosed(connection, diagnosis)
 
 
 def explain(connection: Connection, diagnosis: int, explanation: dict[str, Any]) -> None:
     connection.execute(
         update(diagnoses).where(diagnoses.c.id == diagnosis).values(explanation=explanation)
     )
+    _touch_diagnosed(connection, diagnosis)
 
 
 def lost_attempts(connection: Connection, before: float) -> list[tuple[int, int]]:
