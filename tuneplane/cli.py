@@ -11,6 +11,7 @@ from typing import Any
 from tuneplane import __version__
 from tuneplane.contract.errors import TuneplaneError
 from tuneplane.contract.settings import SettingError
+from tuneplane.read_commands import add_read_commands
 
 
 def _add_database_options(parser: argparse.ArgumentParser) -> None:
@@ -754,6 +755,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_database_options(upgrade)
     upgrade.set_defaults(handler=_db_upgrade)
     _add_account_commands(commands)
+    add_read_commands(commands)
     _add_import_commands(commands)
     _add_eval_commands(commands)
     _add_sync_command(commands)
