@@ -210,6 +210,9 @@ def _run(args: argparse.Namespace) -> int:
             config=args.config,
             server=args.server,
             data_dir=args.data_dir,
+            group=args.group,
+            tags=args.tag,
+            note=args.note,
         )
     except UsageError as exc:
         print(f"tuneplane run: {exc}", file=sys.stderr)
@@ -732,6 +735,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--project", required=True, help="project ID")
     run.add_argument("--run", required=True, help="run ID (created, or resumed when it exists)")
     run.add_argument("--config", help="run config: a JSON object, or @FILE holding one")
+    run.add_argument("--group", help="the run's group (the runs of one sweep or seed set)")
+    run.add_argument("--tag", action="append", help="a tag of the run (repeat for more)")
+    run.add_argument("--note", help="a note about the run (free text)")
     run.add_argument(
         "--server", help="server URL (default: $TUNEPLANE_URL or http://127.0.0.1:8000)"
     )

@@ -41,9 +41,11 @@ from tuneplane.client.settings import COMMAND_SETTINGS, FLUSH_TIMEOUT, FLUSH_TIM
 from tuneplane.client.transport import Outcome, RetryPolicy, Transport
 from tuneplane.contract import environment
 from tuneplane.contract.datadir import resolve_data_dir
+from tuneplane.contract.errors import InvalidInput
 from tuneplane.contract.ids import id_problem
 from tuneplane.contract.limits import RUN_CONFIG_MAX_BYTES
 from tuneplane.contract.protocol import RunStatus
+from tuneplane.contract.run_meta import meta_fields
 from tuneplane.contract.settings import Reader
 
 #: Setting up is retried briefly: a server that is down must not delay training for long.
@@ -91,6 +93,8 @@ class RunnerOptions:
     api_key: str | None
     config: dict[str, Any] | None = None
     flush_timeout: float = FLUSH_TIMEOUT_DEFAULT
+    #: ``--group``, ``--tag`` and ``--note``: stored when the run is created.
+    meta: Mapping[str, object] | None = None
 
     def __repr__(self) -> str:  # the API key never prints
         return f"RunnerOptions({self.project}/{self.run}, server={self.server!r})"
@@ -106,6 +110,9 @@ class RunnerOptions:
         server: str | None = None,
         data_dir: str | None = None,
         environ: Mapping[str, str] | None = None,
+        group: str | None = None,
+        tags: Sequence[str] | None = None,
+        note: str | None = None,
     ) -> RunnerOptions:
         """Options from the command line and the environment; :class:`UsageError` when
         they are wrong, :class:`SettingError` naming each variable or flag that breaks its
@@ -115,6 +122,11 @@ class RunnerOptions:
             problem = id_problem(value)
             if problem is not None:
                 raise UsageError(f"{label} {value!r}: {problem}")
+        try:
+            meta = meta_fields(group, tags, note)
+        except InvalidInput as exc:
+            flag = exc.violations[0].field.partition("[")[0].replace("tags", "tag")
+            raise UsageError(f"--{flag}: {exc.violations[0].rule}") from None
         args = list(command)
         if args and args[0] == "--":
             args = args[1:]
@@ -139,6 +151,7 @@ class RunnerOptions:
             api_key=key or _admin_key(data_dir, env),
             config=_parse_config(config),
             flush_timeout=timeout,
+            meta=meta or None,
         )
 
 
@@ -200,7 +213,7 @@ def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None =
     """Create or resume the run and start an attempt; :class:`SetupFailed` says why not."""
     api = setup_api(options.server, options.api_key, transport)
     try:
-        create_run(api, options.project, options.run, options.config)
+        create_run(api, options.project, options.run, options.config, options.meta)
         started = start_attempt(api, options.project, options.run)
     finally:
         api.close()
@@ -229,11 +242,16 @@ def setup_api(
 
 
 def create_run(
-    api: Transport, project: str, run: str, config: Mapping[str, Any] | None
+    api: Transport,
+    project: str,
+    run: str,
+    config: Mapping[str, Any] | None,
+    meta: Mapping[str, object] | None = None,
 ) -> tuple[bool, dict[str, Any]]:
     """Create the run, or resume it: ``(created, the run object)``. A config that differs
-    from the existing run's is a :class:`SetupFailed` with status 409."""
-    body: dict[str, object] = {"run": run}
+    from the existing run's is a :class:`SetupFailed` with status 409. ``meta`` (group,
+    tags, note: :func:`~tuneplane.contract.run_meta.meta_fields`) goes with a new run."""
+    body: dict[str, object] = {"run": run, **(meta or {})}
     if config is not None:
         body["config"] = dict(config)
     outcome = _call(api, f"/api/v1/projects/{project}/runs", body, "create the run")

@@ -29,7 +29,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal
@@ -57,7 +57,9 @@ from tuneplane.client.settings import (
 from tuneplane.client.transport import Transport
 from tuneplane.contract import environment
 from tuneplane.contract.arena import AlertLevel
+from tuneplane.contract.errors import InvalidInput
 from tuneplane.contract.ids import id_problem
+from tuneplane.contract.run_meta import meta_fields
 from tuneplane.contract.settings import Reader
 
 Resume = Literal["allow", "must", "never"]
@@ -258,12 +260,15 @@ def init(
     bad argument or ``RANK``/``WORLD_SIZE``. When the server cannot be reached or refuses
     the key, it says so on stderr and returns a run that does not report: training goes on.
 
-    ``group``, ``tags`` and ``notes`` are accepted for W&B compatibility and not stored yet.
+    ``group`` (the runs of one sweep or seed set), ``tags`` and ``notes`` are stored with
+    the run when this call creates it (a resumed run keeps its own; the dashboard and
+    ``PATCH …/runs/{run}`` change them); a tag or group is letters, digits and ``_-.:/+@=``.
     Under ``tuneplane run`` the run and attempt are the runner's: ``project``, ``name``,
     ``config`` and ``resume`` are the runner's flags, and the runner reports the status.
     """
     env = os.environ
     _check_arguments(project, name, resume, group, tags, notes)
+    meta = _meta(group, tags, notes)
     ranks = Ranks.from_env(env)
     suffix = RANK_SUFFIX.format(rank=ranks.rank) if per_rank else ""
     if env.get(environment.JOB_RUN_ID):
@@ -279,7 +284,7 @@ def init(
         run = Run(project or "", name or "", None, ranks=ranks)
     else:
         assert project is not None
-        run = _start(project, name or _new_name(), config, resume, server, data_dir, ranks)
+        run = _start(project, name or _new_name(), config, resume, server, data_dir, ranks, meta)
         run._suffix = suffix
     _become_current(run)
     return run
@@ -311,6 +316,15 @@ def _check_arguments(
         isinstance(tags, list | tuple) and all(isinstance(t, str) for t in tags)
     ):
         raise ValueError("tags must be a list of strings")
+
+
+def _meta(group: str | None, tags: Sequence[str] | None, notes: str | None) -> dict[str, object]:
+    try:
+        return meta_fields(group, tags, notes)
+    except InvalidInput as exc:
+        first = exc.violations[0]
+        field = "notes" if first.field == "note" else first.field
+        raise ValueError(f"{field}: {first.rule}") from None
 
 
 def _new_name() -> str:
@@ -365,6 +379,7 @@ def _start(
     server: str | None,
     data_dir: str | None,
     ranks: Ranks,
+    meta: Mapping[str, object] | None = None,
 ) -> Run:
     """Set up the run and an attempt of our own; a run that does not report when the
     server cannot be reached or refuses."""
@@ -379,7 +394,7 @@ def _start(
     try:
         api = setup_api(url.rstrip("/"), api_key(data_dir, os.environ))
         try:
-            started, resumed, next_step = _set_up(api, project, name, config, resume)
+            started, resumed, next_step = _set_up(api, project, name, config, resume, meta)
         finally:
             api.close()
     except SetupFailed as exc:
@@ -415,7 +430,12 @@ def _start(
 
 
 def _set_up(
-    api: Transport, project: str, name: str, config: Mapping[str, Any] | None, resume: Resume
+    api: Transport,
+    project: str,
+    name: str,
+    config: Mapping[str, Any] | None,
+    resume: Resume,
+    meta: Mapping[str, object] | None = None,
 ) -> tuple[Any, bool, int]:
     """Create or resume the run as ``resume`` allows and start an attempt: the attempt,
     whether the run was resumed, and the step of the first automatic ``log()``."""
@@ -426,7 +446,7 @@ def _set_up(
             raise ResumeRefused(f"run {project}/{name} does not exist (resume='must')")
     differs = False
     try:
-        created, _run = create_run(api, project, name, config)
+        created, _run = create_run(api, project, name, config, meta)
     except SetupFailed as exc:
         if exc.status != 409 or config is None:
             raise

@@ -8,6 +8,7 @@ A run's ID (its address) never changes; the display name is what pages show inst
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -117,3 +118,19 @@ def parse_patch(body: object) -> RunMeta:
         rule = f"name at least one of {', '.join(META_FIELDS)}"
         raise InvalidInput((Violation("body", rule),))
     return meta
+
+
+def meta_fields(
+    group: str | None = None, tags: Sequence[str] | None = None, note: str | None = None
+) -> dict[str, object]:
+    """The run-create body fields of ``init(group=, tags=, notes=)`` and ``tuneplane run
+    --group --tag --note``, checked by the rules above (:class:`InvalidInput` otherwise)."""
+    fields: dict[str, object] = {
+        name: value
+        for name, value in (("group", group), ("tags", tags), ("note", note))
+        if value is not None
+    }
+    if isinstance(tags, tuple):
+        fields["tags"] = list(tags)
+    parse_meta(fields)
+    return fields
