@@ -13,6 +13,10 @@ Every ``on_log`` is reported at the trainer's global step: ``eval_*`` as ``eval/
 main process reports. The attempt ends with the trainer's outcome: succeeded at train end,
 failed when the process exits without reaching it. Under ``tuneplane run``, or after your
 own ``tuneplane.init()``, it reports into that run and leaves its end to its owner.
+
+With TRL's ``GRPOConfig(log_completions=True)``, the completions TRL writes at each
+training log become the run's training rollouts (see
+:mod:`tuneplane.client.integrations.completions`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any, Final
 import orjson
 
 from tuneplane.client import session
+from tuneplane.client.integrations.completions import CompletionLog
 from tuneplane.client.session import Run
 from tuneplane.contract.limits import ID_MAX_CHARS, RUN_CONFIG_MAX_BYTES
 
@@ -45,6 +50,8 @@ SUMMARY_KEYS: Final = frozenset(
      "total_flos"}
 )  # fmt: skip
 _NOT_ID: Final = re.compile(r"[^A-Za-z0-9_-]+")
+#: Logs of these prefixes are not training logs (their completions are not rollouts).
+_NOT_TRAINING: Final = ("eval_", "test_")
 
 
 def metric_name(key: str) -> str:
@@ -107,6 +114,7 @@ class TuneplaneCallback(TrainerCallback):
         self.init_options = init_options
         self._run: Run | None = None
         self._owns_run = False
+        self._completions: CompletionLog | None = None
 
     @property
     def run(self) -> Run | None:
@@ -115,6 +123,7 @@ class TuneplaneCallback(TrainerCallback):
     def _start(self, args: Any, state: Any, model: Any) -> None:
         if self._run is not None or not state.is_world_process_zero:
             return
+        self._completions = CompletionLog.of(args)
         existing = session.current()
         if existing is not None:
             self._run = existing
@@ -147,6 +156,18 @@ class TuneplaneCallback(TrainerCallback):
         reporter = run.reporter
         if summary and reporter is not None:
             reporter.event("trainer/summary", summary, step=state.global_step)
+        self._collect()
+        if self._completions is not None and not any(k.startswith(_NOT_TRAINING) for k in logs):
+            self._completions.logged(state.global_step, logs)
+
+    def _collect(self) -> None:
+        """The rollouts of the completion files written since the last event."""
+        reporter = None if self._run is None else self._run.reporter
+        if self._completions is not None and self._completions.awaiting and reporter is not None:
+            self._completions.collect(reporter)
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._collect()
 
     def on_predict(
         self, args: Any, state: Any, control: Any, metrics: Mapping[str, Any] | None = None,
@@ -155,6 +176,7 @@ class TuneplaneCallback(TrainerCallback):
         self.on_log(args, state, control, logs=metrics, **kwargs)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._collect()
         if self._run is not None and self._owns_run:
             self._run.finish(0)
             atexit.unregister(self._end_unfinished)
