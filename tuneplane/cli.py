@@ -12,6 +12,7 @@ from tuneplane import __version__
 from tuneplane.contract.errors import TuneplaneError
 from tuneplane.contract.settings import SettingError
 from tuneplane.read_commands import add_read_commands
+from tuneplane.run_commands import add_run_write_commands
 
 
 def _add_database_options(parser: argparse.ArgumentParser) -> None:
@@ -738,6 +739,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--group", help="the run's group (the runs of one sweep or seed set)")
     run.add_argument("--tag", action="append", help="a tag of the run (repeat for more)")
     run.add_argument("--note", help="a note about the run (free text)")
+    run.add_argument("--group", help="the run's group (the runs of one sweep or seed set)")
+    run.add_argument("--tag", action="append", help="a tag of the run (repeat for more)")
+    run.add_argument("--note", help="a note about the run (free text)")
     run.add_argument(
         "--server", help="server URL (default: $TUNEPLANE_URL or http://127.0.0.1:8000)"
     )
@@ -761,7 +765,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_database_options(upgrade)
     upgrade.set_defaults(handler=_db_upgrade)
     _add_account_commands(commands)
-    add_read_commands(commands)
+    add_run_write_commands(add_read_commands(commands))
     _add_import_commands(commands)
     _add_eval_commands(commands)
     _add_sync_command(commands)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import subprocess
 import sys
@@ -16,7 +15,8 @@ import pytest
 import tuneplane
 from tests.client.runs import PROJECT, Server, runner_env
 from tests.client.test_init import script
-from tuneplane.run_commands import add_run_write_commands, runs_delete
+from tuneplane.cli import build_parser
+from tuneplane.run_commands import runs_delete
 
 
 def fresh() -> str:
@@ -84,10 +84,9 @@ def test_tuneplane_run_takes_group_tags_and_a_note(server: Server) -> None:
 
 
 def _delete(server: Server, *argv: str, stdin: io.StringIO | None = None) -> int:
-    parser = argparse.ArgumentParser()
-    add_run_write_commands(parser.add_subparsers(dest="runs_command"))
-    args = parser.parse_args(["delete", *argv, "--server", server.base,
-                              "--data-dir", str(server.data_dir)])  # fmt: skip
+    """``tuneplane runs delete`` as the command line parses it."""
+    args = build_parser().parse_args(["runs", "delete", *argv, "--server", server.base,
+                                      "--data-dir", str(server.data_dir)])  # fmt: skip
     return runs_delete(args, stdin=stdin)
 
 
