@@ -160,3 +160,24 @@ def test_evaluation_outcomes_from_the_convenience_functions(server: Server) -> N
         "reported": 3,
     }
     assert round_["not_yet_reported"]["value"] == 1
+
+
+def test_a_changed_outcome_loses_only_itself_not_its_batch(server: Server) -> None:
+    """The server refuses a batch holding a changed re-send of an outcome whole (a batch is
+    one transaction); the SDK sends the batch's other events again, without it."""
+    run = "eval-conflict"
+    with reporting(server, run) as r:
+        assert r.trial_result("val-1", "q1", "success", reward=1.0)
+        assert r.flush(10)
+        # One batch: an innocent event, the changed outcome, another trial's result.
+        assert r.event("rollout/done", {"tokens": 3})
+        assert r.trial_result("val-1", "q1", "failure", reward=0.0)
+        assert r.trial_result("val-1", "q2", "success", reward=1.0)
+        assert r.flush(10)
+        health = r.health()
+    assert (health.events_sent, health.events_dropped) == (3, 1)
+    assert list(health.events_dropped_by_reason) == ["rejected by server (409 outcome_conflict)"]
+    names = [o.get("name") for o in observations(server, run) if o["type"] == "event"]
+    assert names == ["rollout/done"]
+    [round_] = server.get(f"/api/v1/projects/{PROJECT}/runs/{run}/evaluation")["rounds"]
+    assert (round_["counts"]["success"], round_["counts"]["failure"]) == (2, 0)

@@ -56,6 +56,21 @@ _SLICE_PAUSE: Final = 0.0001
 logger = logging.getLogger("tuneplane")
 
 
+def blameless_events(body: object, outcome: Outcome) -> list[object]:
+    """The events of a batch refused for an outcome conflict that are not in conflict."""
+    answer = outcome.body
+    if outcome.status != 409 or not isinstance(answer, dict) or not isinstance(body, dict):
+        return []
+    error = answer.get("error")
+    if not isinstance(error, dict) or error.get("code") != "outcome_conflict":
+        return []
+    clashing = {c.get("index") for c in error.get("conflicts", []) if isinstance(c, dict)}
+    events = body.get("events")
+    if not isinstance(events, list) or not clashing:
+        return []
+    return [event for index, event in enumerate(events) if index not in clashing]
+
+
 class Sender(threading.Thread):
     def __init__(
         self,
@@ -273,9 +288,13 @@ class Sender(threading.Thread):
             return
         if not outcome.rejected:
             self._last_failure = outcome.reason
-        dropped: Mapping[str, int] = {outcome.reason: count}
+        innocent = blameless_events(body, outcome) if path == OBSERVATIONS_PATH else []
+        dropped: Mapping[str, int] = {outcome.reason: count - len(innocent)}
         ledger.settle(dropped=dropped)
         self.log_loss(ledger, outcome)
+        if innocent:
+            # A changed re-send of an outcome refuses its whole batch: the rest goes again.
+            self._post(ledger, path, {"events": innocent}, len(innocent))
 
     def log_loss(self, ledger: Ledger, outcome: Outcome) -> None:
         """Say once per kind and reason that a batch was lost."""

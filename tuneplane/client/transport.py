@@ -81,6 +81,14 @@ def _final_refusal(status: int) -> bool:
     return 400 <= status < 500 and status not in _RETRYABLE
 
 
+def _json(response: httpx.Response) -> Any:
+    """The answer's JSON (a refusal says what it refused), or None."""
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
 def _error_summary(response: httpx.Response) -> tuple[str, str]:
     """``(code, message)`` from the server's one JSON error shape, tolerating others."""
     try:
@@ -242,7 +250,10 @@ class Transport:
         code, message = _error_summary(response)
         if _final_refusal(status):
             label = f"{status} {code}".strip()
-            outcome = Outcome(False, status, reason=f"rejected by server ({label})", detail=message)
+            outcome = Outcome(
+                False, status, _json(response), reason=f"rejected by server ({label})",
+                detail=message,
+            )  # fmt: skip
             if status == 409 and code == SUPERSEDED:
                 self._stop_sending(outcome)
             return outcome
