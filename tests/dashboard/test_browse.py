@@ -20,7 +20,7 @@ def test_projects_lead_to_a_filterable_runs_table(page: Page) -> None:
     rows = page.locator("table.runs tbody tr")
     expect(rows).to_have_count(3)
     row = page.locator('tr[data-run="grpo-qwen-7"]')
-    expect(row.locator("td").nth(4)).to_have_text("299")  # last step
+    expect(row.locator("td").nth(5)).to_have_text("299")  # last step
     expect(row.locator(".chip")).to_have_count(4)  # of 5 config items: 4 and "+1"
     expect(row.locator(".config")).to_contain_text("+1")
     expect(row.locator(".chip").first).to_contain_text("participant")

@@ -13,7 +13,8 @@ runs"). Pure: store/run_search.py turns the terms into SQL.
             | attempt.config.KEY[.KEY…]       any attempt's own config
             | METRIC.STAT                     STAT: last min max count
 
-A bare word with no operator matches runs whose ID or display name contains it.
+A bare word with no operator matches runs whose ID, display name, group, tags, status or
+config (as JSON text) contains it, as the dashboard's old text filter did.
 
 >>> parse_query('config.lr < 1e-4 and reward.last > 0.8 tag=baseline')[0]
 Filter(field=Field(kind='config', path=('lr',), stat=None), op='<', value=0.0001)
@@ -93,7 +94,7 @@ class Filter:
 
 @dataclass(frozen=True, slots=True)
 class Words:
-    """A bare word: the run's ID or display name contains it."""
+    """A bare word: the run's ID, display name, group, tags, status or config has it."""
 
     text: str
 

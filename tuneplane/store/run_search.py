@@ -157,6 +157,8 @@ def _words(text: str) -> ColumnElement[bool]:
         _contains(runs.c.name, text),
         _contains(runs.c.display_name, text),
         _contains(runs.c.run_group, text),
+        _contains(runs.c.status, text),
+        _contains(cast(runs.c.config, Text), text),
         tagged,
     )
 

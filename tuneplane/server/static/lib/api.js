@@ -70,6 +70,21 @@ export async function sendJSON(method, path, body = null, { csrf = null } = {}) 
 export const session = () => getJSON("/api/v1/session");
 export const projects = () => getJSON("/api/v1/projects");
 export const runs = (project) => getJSON(`${projectPath(project)}/runs`);
+/** A page of a project's runs found by a search (docs/api.md, "Searching runs"): {runs, total}. */
+export async function searchRuns(project, { q = null, sort = null, columns = null, limit = 200 } = {}) {
+  const path = `${projectPath(project)}/runs${query({ q: q || null, sort, columns: columns || null, limit })}`;
+  const response = await fetch(address(path), { headers: { Accept: "application/json" } });
+  if (!response.ok) {
+    let message = `${response.status} ${response.statusText}`;
+    try {
+      message = (await response.json()).error?.message ?? message;
+    } catch {
+      // not JSON: keep the status line
+    }
+    throw new ApiError(response.status, message);
+  }
+  return { runs: await response.json(), total: Number(response.headers.get("X-Total-Count") ?? 0) };
+}
 export const run = (project, name) => getJSON(runPath(project, name));
 export const metrics = (project, name) => getJSON(`${runPath(project, name)}/metrics`);
 /** The metric summaries of several runs of a project: {runs: [{run, metrics}]}. */

@@ -16,6 +16,7 @@ import { EventsView } from "../events/eventsview.js";
 import { LogView } from "../logs/logview.js";
 import { DiagnosisPanel } from "../diagnosis/panel.js";
 import { sharePanel } from "./access.js";
+import { managePanel } from "./runmanage.js";
 import { signInHint } from "./account.js";
 import { chartControls } from "./controls.js";
 import { alertStrip, compareHeader, runHeader, updateCompareRow } from "./runheader.js";
@@ -95,7 +96,16 @@ async function chartsPage(wanted, { single }) {
   const head = h("div");
   // "Share" for callers who may (the first answer's `you`: live updates do not carry it).
   const share = single && found[0].you?.share ? sharePanel(refs[0].project, refs[0].run) : null;
-  const header = () => runHeader(runs.get(refs[0].key), share?.toggle);
+  // Editors edit the run's name, group, tags and note; owners delete it.
+  const you = found[0].you;
+  const manage = single && (you?.write || you?.manage)
+    ? managePanel(refs[0], you, (changed) => {
+        runs.set(refs[0].key, changed);
+        renderHead();
+      })
+    : null;
+  const attemptConfigs = single ? found[0].attempt_configs ?? [] : [];
+  const header = () => runHeader(runs.get(refs[0].key), share?.toggle, manage, attemptConfigs);
   const strip = h("div");
   const removeHref = (ref) => removeRun(refs, ref);
   // The header changes with every live update: it is changed in place, and in a comparison
@@ -142,6 +152,7 @@ async function chartsPage(wanted, { single }) {
   const parts = [
     head,
     share?.el,
+    manage?.el,
     missing.length
       ? h("p", { class: "notice", text: `Not found: ${missing.map((r) => `${r.project}/${r.run}`).join(", ")}.` })
       : null,

@@ -5,18 +5,22 @@ import { alertAnchor } from "../lib/alerts.js";
 import { h, morph, safeUrl } from "../lib/dom.js";
 import { fmtAgo, fmtInt, fmtTime } from "../lib/format.js";
 import { configChips, healthBadge, statusBadge } from "../lib/runinfo.js";
+import { runMeta } from "./runmanage.js";
 
 function fact(label, ...value) {
   return h("div", { class: "fact" }, h("dt", { text: label }), h("dd", {}, ...value));
 }
 
-/** `onShare`: opens the run's share panel, for callers who may share it (else no button). */
-export function runHeader(run, onShare = null) {
+/** `onShare`: opens the run's share panel, for callers who may share it (else no button);
+ * `manage`: {edit, remove} of managePanel (runmanage.js), each null when not allowed;
+ * `attemptConfigs`: the attempts whose own config differs, shown beside the run's. */
+export function runHeader(run, onShare = null, manage = null, attemptConfigs = []) {
   const reports = api.page.reports(run.project, [run.run]);
   return h(
     "div",
     { class: "run-head" },
-    h("div", { class: "title-line" }, h("h1", { text: run.run }), statusBadge(run), healthBadge(run)),
+    h("div", { class: "title-line" }, h("h1", { text: run.display_name || run.run }), statusBadge(run), healthBadge(run)),
+    runMeta(run, attemptConfigs),
     h(
       "dl",
       { class: "facts" },
@@ -35,6 +39,8 @@ export function runHeader(run, onShare = null) {
       h("a", { class: "button secondary", href: api.csvUrl(run.project, run.run), download: true, text: "Download CSV" }),
       h("a", { class: "button secondary", href: reports, text: "Reports" }),
       onShare ? h("button", { type: "button", class: "button secondary share-button", text: "Share", onclick: onShare }) : null,
+      manage?.edit ? h("button", { type: "button", class: "button secondary edit-button", text: "Edit", onclick: () => manage.edit(run) }) : null,
+      manage?.remove ? h("button", { type: "button", class: "button secondary delete-button", text: "Delete", onclick: manage.remove }) : null,
     ),
   );
 }

@@ -1,103 +1,170 @@
-// "/projects/<project>": the project's runs in a table filtered by text; tick runs to
+// "/projects/<project>": the project's runs, searched, sorted and with chosen columns by
+// the server (q=, sort=, columns= in the address, as the API takes them); tick runs to
 // compare them. The table refreshes itself every few seconds.
 
 import * as api from "../lib/api.js";
 import { crumbs, debounce, empty, h, mount } from "../lib/dom.js";
-import { fmtAgo, fmtInt, fmtTime } from "../lib/format.js";
-import { configChips, healthBadge, runSearchText, statusBadge } from "../lib/runinfo.js";
+import { fmtAgo, fmtInt, fmtNum, fmtTime } from "../lib/format.js";
 import { address } from "../lib/root.js";
-import { withParam } from "../lib/url.js";
+import { configChips, healthBadge, statusBadge } from "../lib/runinfo.js";
+import { listParam, replaceParams } from "../lib/url.js";
 import { accessHref } from "./access.js";
 import { signInHint } from "./account.js";
+import { confirmDelete } from "./runmanage.js";
 
 /** How often the projects and runs tables fetch themselves again. */
 export const REFRESH_MS = 5000;
 
+/** Columns that sort, by their label: the field `sort=` names. */
+const SORTS = {
+  run: "display_name",
+  status: "status",
+  group: "group",
+  "last step": "last_step",
+  points: "points",
+  "last update": "updated_at",
+  alerts: "alerts",
+};
+const NUMERIC = ["last step", "points", "alerts"];
+
+function params() {
+  const q = new URLSearchParams(location.search);
+  return { q: q.get("q") ?? "", sort: q.get("sort") ?? "-created_at", columns: listParam(q.get("columns")) };
+}
+
 export async function runsPage(project) {
   crumbs([[project, null]]);
-  let runs;
+  let state = params();
+  let found;
   try {
-    runs = await api.runs(project);
+    found = await api.searchRuns(project, { ...state, columns: state.columns.join(",") });
   } catch (error) {
     if (error.status === 404) {
       mount(empty(`No project named “${project}”.`, h("a", { href: "/", text: "All projects" }), await signInHint()));
       return;
     }
-    throw error;
+    if (error.status !== 422) throw error;
+    found = { runs: [], total: 0, error };
   }
+  // Owners manage the project's access and may delete it; editors its share links (the
+  // page shows each only what the API lets them do).
+  let you = found.runs[0]?.you;
   const selected = new Set();
   const filter = h("input", {
     type: "search",
     class: "filter",
-    placeholder: "filter runs by name, status, config…",
-    value: new URLSearchParams(location.search).get("q") ?? "",
+    placeholder: "filter runs: name, tag = x, config.lr < 1e-4, reward.last > 0.8…",
+    value: state.q,
     "aria-label": "filter runs",
   });
+  const columnsInput = h("input", {
+    type: "text",
+    class: "columns-input",
+    placeholder: "columns: config.lr, reward.last",
+    value: state.columns.join(", "),
+    "aria-label": "columns",
+  });
+  const problem = h("p", { class: "notice error query-error", hidden: true });
   const compare = h("a", { class: "button", text: "Compare selected" });
   const reports = h("a", { class: "button secondary", text: "Alerts of selected" });
-  const count = h("span", { class: "muted" });
+  const count = h("span", { class: "muted run-count" });
+  const head = h("tr");
   const body = h("tbody");
 
   const sync = () => {
     const names = [...selected];
     compare.toggleAttribute("aria-disabled", names.length < 2);
-    compare.setAttribute("href", names.length >= 2 ? address(api.page.compare(project, names)) : "#");
-    reports.setAttribute("href", address(api.page.reports(project, names)));
+    compare.setAttribute("href", names.length >= 2 ? api.page.compare(project, names) : "#");
+    reports.setAttribute("href", api.page.reports(project, names));
+  };
+
+  const sortHeader = (label, field) => {
+    const current = state.sort.replace(/^-/, "") === field ? (state.sort.startsWith("-") ? "descending" : "ascending") : null;
+    const next = current === "ascending" ? `-${field}` : field;
+    return h(
+      "th",
+      { class: NUMERIC.includes(label) || field.includes(".") && !field.startsWith("config.") ? "num" : null, "aria-sort": current ?? "none" },
+      h("button", { type: "button", class: "sort", dataset: { sort: field }, text: label + (current === "ascending" ? " ▲" : current === "descending" ? " ▼" : ""), onclick: () => change({ sort: next }) }),
+    );
   };
 
   const render = () => {
-    const words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
-    const shown = runs
-      .slice()
-      .reverse()
-      .filter((run) => words.every((w) => runSearchText(run).includes(w)));
-    body.replaceChildren(...shown.map((run) => row(project, run, selected, sync)));
-    count.textContent = `${shown.length} of ${runs.length} runs`;
-    if (!shown.length) {
-      body.append(h("tr", {}, h("td", { colspan: 9, class: "empty-cell", text: "No run matches the filter." })));
+    const labels = ["run", "status", "group"];
+    head.replaceChildren(
+      h("th"),
+      ...labels.map((label) => sortHeader(label, SORTS[label])),
+      h("th", { text: "config" }),
+      ...state.columns.map((column) => sortHeader(column, column)),
+      ...["last step", "points", "last update", "alerts"].map((label) => sortHeader(label, SORTS[label])),
+      h("th", { text: "transport" }),
+    );
+    body.replaceChildren(...found.runs.map((run) => row(project, run, selected, sync, state.columns)));
+    count.textContent = `${found.runs.length} of ${found.total} runs`;
+    problem.hidden = !found.error;
+    problem.textContent = found.error?.message ?? "";
+    if (!found.runs.length) {
+      const text = found.error ? "The filter is not understood." : "No run matches the filter.";
+      body.append(h("tr", {}, h("td", { colspan: 10 + state.columns.length, class: "empty-cell", text })));
     }
   };
 
-  filter.addEventListener(
-    "input",
-    debounce(() => {
-      history.replaceState(null, "", address(withParam("q", filter.value)));
-      render();
-    }, 120),
-  );
+  const load = async () => {
+    try {
+      found = await api.searchRuns(project, { ...state, columns: state.columns.join(",") });
+      you = found.runs[0]?.you ?? you;
+    } catch (error) {
+      if (error.status !== 422) throw error;
+      found = { runs: [], total: 0, error };
+    }
+    render();
+  };
 
-  // Owners manage the project's access; editors its share links (the page shows each
-  // only what the API lets them do).
-  const you = runs[0]?.you;
+  const change = (next) => {
+    state = { ...state, ...next };
+    replaceParams({
+      q: state.q || null,
+      sort: state.sort === "-created_at" ? null : state.sort,
+      columns: state.columns.length ? state.columns.join(",") : null,
+    });
+    load();
+  };
+
+  filter.addEventListener("input", debounce(() => change({ q: filter.value.trim() }), 300));
+  columnsInput.addEventListener("change", () => change({ columns: listParam(columnsInput.value) }));
+
+  const manage = h("div", { class: "panel manage-panel", hidden: true });
   const title = h(
     "div",
     { class: "title-line project-title" },
     h("h1", { text: project }),
     you?.manage || you?.share ? h("a", { class: "button secondary access-link", href: accessHref(project), text: "Access" }) : null,
+    you?.manage
+      ? h("button", {
+          type: "button",
+          class: "button secondary delete-project",
+          text: "Delete project",
+          onclick: () => {
+            manage.replaceChildren(
+              confirmDelete(`project ${project} with all its runs`, project, async () => {
+                await api.sendJSON("DELETE", api.projectPath(project), null, { csrf: (await api.session()).csrf_token ?? null });
+                location.assign(address("/"));
+              }),
+            );
+            manage.hidden = false;
+          },
+        })
+      : null,
   );
-  if (!runs.length) {
-    mount(title, empty("This project has no runs yet."));
+  if (!found.total && !state.q && !found.error) {
+    mount(title, manage, empty("This project has no runs yet."));
     return;
   }
   mount(
     title,
-    h("div", { class: "toolbar" }, filter, count, h("span", { class: "spacer" }), reports, compare),
-    h(
-      "table",
-      { class: "table runs" },
-      h(
-        "thead",
-        {},
-        h(
-          "tr",
-          {},
-          ["", "run", "status", "config", "last step", "points", "last update", "alerts", "transport"].map(
-            (label) => h("th", { text: label, class: ["last step", "points", "alerts"].includes(label) ? "num" : null }),
-          ),
-        ),
-      ),
-      body,
-    ),
+    manage,
+    h("div", { class: "toolbar" }, filter, columnsInput, count, h("span", { class: "spacer" }), reports, compare),
+    problem,
+    h("table", { class: "table runs" }, h("thead", {}, head), body),
   );
   render();
   sync();
@@ -106,15 +173,20 @@ export async function runsPage(project) {
     if (!document.body.contains(body)) return clearInterval(timer);
     if (document.hidden) return;
     try {
-      runs = await api.runs(project);
-      render();
+      await load();
     } catch {
       // keep the last table; the next tick tries again
     }
   }, REFRESH_MS);
 }
 
-function row(project, run, selected, sync) {
+function cell(value) {
+  if (value == null) return h("td", { class: "muted", text: "—" });
+  const text = typeof value === "number" ? fmtNum(value) : typeof value === "object" ? JSON.stringify(value) : String(value);
+  return h("td", { class: typeof value === "number" ? "num" : null, text });
+}
+
+function row(project, run, selected, sync, columns = []) {
   const box = h("input", {
     type: "checkbox",
     "aria-label": `select ${run.run}`,
@@ -129,9 +201,21 @@ function row(project, run, selected, sync) {
     "tr",
     { dataset: { run: run.run } },
     h("td", {}, box),
-    h("td", {}, h("a", { class: "run-link", href: api.page.run(project, run.run), text: run.run })),
+    h(
+      "td",
+      {},
+      h("a", { class: "run-link", href: api.page.run(project, run.run), text: run.display_name || run.run, title: run.run }),
+      run.note ? h("div", { class: "muted note-line", text: run.note.split("\n")[0] }) : null,
+    ),
     h("td", {}, statusBadge(run)),
+    h(
+      "td",
+      { class: "group-cell" },
+      run.group ? h("span", { class: "group", text: run.group }) : null,
+      ...(run.tags ?? []).map((tag) => h("span", { class: "tag", text: tag })),
+    ),
     h("td", { class: "config" }, configChips(run.config, 4)),
+    ...columns.map((column) => cell(run.columns?.[column])),
     h("td", { class: "num", text: fmtInt(run.last_step) }),
     h("td", { class: "num", text: fmtInt(run.point_count) }),
     h("td", { title: fmtTime(run.updated_at), text: fmtAgo(run.updated_at) }),
