@@ -17,7 +17,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.dashboard.pages import charts, wait_points
+from tests.dashboard.pages import wait_points, wait_ready
 from tests.dashboard.seed import (
     ENV,
     PROJECT,
@@ -119,9 +119,10 @@ def test_the_lists_a_run_chart_and_its_live_stream_work_under_the_prefix(
     expect(run_link).to_have_attribute("href", f"{PREFIX}/projects/{PROJECT}/runs/behind-proxy")
     run_link.click()
     expect(page).to_have_url(f"{proxied.base}/projects/{PROJECT}/runs/behind-proxy")
+    wait_ready(page)
     key = f"{PROJECT}/behind-proxy"
     wait_points(page, "reward", key, 40)
-    assert charts(page)["loss"]["runs"][key] == 40
+    wait_points(page, "loss", key, 40)
     csv = page.get_by_role("link", name="Download CSV")
     expect(csv).to_have_attribute(
         "href", f"{PREFIX}/api/v1/projects/{PROJECT}/runs/behind-proxy/export.csv"
@@ -236,7 +237,12 @@ def test_a_proxy_that_keeps_the_prefix_and_a_request_without_it_are_served_alike
         assert f'<script type="module" src="{PREFIX}/static/app.js">' in shell.text
         runs = httpx.get(f"{kept.origin}{PREFIX}/api/v1/projects/{PROJECT}/runs").json()
         assert "behind-proxy" in [run["run"] for run in runs]
-        assert f"GET {PREFIX}/api/v1/projects/{PROJECT}/runs HTTP/1.1" in kept.requested()
+        # nginx writes its access log once an answer is sent: give it a moment.
+        line = f"GET {PREFIX}/api/v1/projects/{PROJECT}/runs HTTP/1.1"
+        deadline = time.monotonic() + 5
+        while line not in kept.requested() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert line in kept.requested()
         stream = f"{kept.origin}{PREFIX}/api/v1/projects/{PROJECT}/runs/behind-proxy/stream"
         with httpx.stream("GET", stream, timeout=10) as answer:
             assert answer.status_code == 200
