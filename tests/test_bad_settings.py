@@ -148,6 +148,24 @@ SERVE_CASES = [
     ],
     *[
         (
+            "TUNEPLANE_ALERT_CHECK_INTERVAL",
+            raw,
+            f"TUNEPLANE_ALERT_CHECK_INTERVAL={raw!r}: must be a finite number of seconds "
+            "greater than 0 and at most 3600",
+        )
+        for raw in ("0", "-1", "nan", "3601", "often")
+    ],
+    *[
+        (
+            "TUNEPLANE_WEBHOOK_RETRY_SECONDS",
+            raw,
+            f"TUNEPLANE_WEBHOOK_RETRY_SECONDS={raw!r}: must be a finite number of seconds "
+            "greater than 0 and at most 300",
+        )
+        for raw in ("0", "inf", "301", "soon")
+    ],
+    *[
+        (
             "TUNEPLANE_TRACKIO_IMPORT",
             raw,
             f"TUNEPLANE_TRACKIO_IMPORT={raw!r}: must be on or off",

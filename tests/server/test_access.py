@@ -79,6 +79,15 @@ PRIVATE_REQUESTS: list[tuple[str, str, Any]] = [
     ("GET", f"/projects/{SECRET_PROJECT}/access", None),
     ("DELETE", _R + "/trajectories?trial_id=nothing", None),
     ("PATCH", _R, {"tags": ["checked"]}),
+    ("GET", _S + "/alert-rules", None),
+    ("GET", _S + "/alert-rules/1", None),
+    ("POST", _S + "/alert-rules", {"kind": "nan", "metric": "grad_norm"}),
+    ("PATCH", _S + "/alert-rules/1", {"enabled": True}),
+    ("GET", _S + "/webhooks", None),
+    ("POST", _S + "/webhooks", {"url": "http://127.0.0.1:9/hook"}),
+    ("GET", _S + "/webhooks/1/deliveries", None),
+    ("DELETE", _S + "/webhooks/1", None),
+    ("DELETE", _S + "/alert-rules/2", None),
     # Deletions last: what an allowed caller deletes is gone for the requests after it.
     ("DELETE", _S + "/runs/r2", None),
     ("DELETE", _S, None),
@@ -86,7 +95,7 @@ PRIVATE_REQUESTS: list[tuple[str, str, Any]] = [
 READS = {
     (m, p)
     for m, p, _ in PRIVATE_REQUESTS
-    if m == "GET" and not p.endswith(("/access", "/members", "/shares"))
+    if m == "GET" and not p.endswith(("/access", "/members", "/shares", "/webhooks", "/deliveries"))
 }
 LOGS = {("GET", _R + "/logs"), ("GET", _R + "/diagnoses")}
 #: Trajectory bodies: members with the content permission (and the administrator) only.
@@ -102,6 +111,13 @@ EDITOR_WRITES = {
     ("POST", _R + "/shares"),
     ("GET", _S + "/shares"),
     ("PATCH", _R),
+    ("POST", _S + "/alert-rules"),
+    ("PATCH", _S + "/alert-rules/1"),
+    ("DELETE", _S + "/alert-rules/2"),
+    ("GET", _S + "/webhooks"),
+    ("POST", _S + "/webhooks"),
+    ("GET", _S + "/webhooks/1/deliveries"),
+    ("DELETE", _S + "/webhooks/1"),
 }
 OWNER_ONLY = {
     (m, p)

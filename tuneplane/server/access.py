@@ -143,6 +143,17 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("POST", _RUN + "/diagnoses"): Rule("write-run"),
     ("GET", _RUN + "/logs"): Rule("read-logs"),
     ("GET", _RUN + "/logs/stream"): Rule("read-logs"),
+    # Alert rules: readers read them, editors and owners change them. Webhooks and their
+    # delivery logs: editors and owners only (a webhook URL is often a credential).
+    ("GET", _API + "/alert-rules"): _READ,
+    ("POST", _API + "/alert-rules"): Rule("write-run"),
+    ("GET", _API + "/alert-rules/{rule_id}"): _READ,
+    ("PATCH", _API + "/alert-rules/{rule_id}"): Rule("write-run"),
+    ("DELETE", _API + "/alert-rules/{rule_id}"): Rule("write-run"),
+    ("GET", _API + "/webhooks"): Rule("write-run"),
+    ("POST", _API + "/webhooks"): Rule("write-run"),
+    ("DELETE", _API + "/webhooks/{webhook_id}"): Rule("write-run"),
+    ("GET", _API + "/webhooks/{webhook_id}/deliveries"): Rule("write-run"),
     # Writes by people.
     ("POST", _API + "/runs"): Rule("create-run"),
     ("POST", _RUN + "/attempts"): Rule("write-run"),

@@ -20,6 +20,8 @@ from tuneplane import __version__
 from tuneplane.blobs import open_blob_store
 from tuneplane.contract.errors import TuneplaneError
 from tuneplane.server import (
+    alert_checker,
+    alert_rules,
     diagnoses,
     evaluation,
     ingest,
@@ -39,11 +41,14 @@ from tuneplane.server import (
     trackio,
     trackio_import,
     trajectories,
+    webhook_sender,
 )
 from tuneplane.server.access import authorize
+from tuneplane.server.alerting import AlertEngine
 from tuneplane.server.auth import IngestTokenGuard
 from tuneplane.server.body import BodyDeadline
 from tuneplane.server.headers import ResponseHeaders
+from tuneplane.server.live import LiveHub
 from tuneplane.server.models import ErrorOut, IngestResult
 from tuneplane.server.prefix import RootPath
 from tuneplane.server.responses import (
@@ -106,6 +111,20 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, on_unexpected_error)
 
 
+def _start_alerting(state: AppState) -> list[asyncio.Task[None]]:
+    """The alert engine, the periodic check of time-based rules and the webhook sender."""
+    settings = state.settings
+    return [
+        asyncio.create_task(state.alerts.run_forever()),
+        asyncio.create_task(
+            alert_checker.check_forever(state.alerts, state.database, settings.alert_check_interval)
+        ),
+        asyncio.create_task(
+            webhook_sender.deliver_forever(state.alerts, state.database, settings.webhook_retry)
+        ),
+    ]
+
+
 def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     """Build the app. The database is opened (and migrated) now, so a locked or unreachable
     database fails here rather than on the first request; the app closes it on shutdown."""
@@ -130,9 +149,11 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
             if settings.trackio_import
             else None
         )
+        alerting = _start_alerting(app.state.tuneplane)
         try:
             yield
         finally:
+            await app.state.tuneplane.alerts.stop(alerting)
             sweeping.cancel()
             purging.cancel()
             watching.cancel()
@@ -155,10 +176,14 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
             422: {"model": ErrorOut},
         },
     )
+    live = LiveHub()
+    alerts = AlertEngine(database, live.notify)
     app.state.tuneplane = AppState(
         settings=settings,
         database=database,
-        arena=ArenaIngest(database),
+        arena=ArenaIngest(database, alerts.after_arena),
+        alerts=alerts,
+        live=live,
         blobs=open_blob_store(settings.blob_url, settings.data_dir),
         first_admin=FirstAdmin(_first_admin_token(database)),
     )
@@ -171,6 +196,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         streams.router,
         evaluation.router,
         diagnoses.router,
+        alert_rules.router,
         runs.router,
         run_admin.router,
         sdk_ingest.router,

@@ -39,6 +39,7 @@ async def ingest_scalars(request: Request, scope: Scope) -> Response:
         write_as, scope, scalars.write_scalars, scope.run_id, batch, key=scope.run_id
     )
     state.live.notify(scope.run_id)
+    state.alerts.after_scalars(scope.project, scope.run_id, batch)
     return JSON(outcome.to_json())
 
 
@@ -78,6 +79,7 @@ async def ingest_observations(request: Request, scope: Scope) -> Response:
     )
     if outcome.new:
         state.live.notify(scope.run_id)
+        state.alerts.after_observations(scope.project, scope.run_id, scope.attempt, batch)
     return JSON(outcome.to_json())
 
 

@@ -172,6 +172,24 @@ SWEEP_INTERVAL: Final = Setting(
 )
 
 
+ALERT_CHECK_INTERVAL: Final = Setting(
+    "TUNEPLANE_ALERT_CHECK_INTERVAL",
+    number("seconds", 3600, zero=False),
+    10.0,
+    "Seconds between two checks of the time-based alert rules (a series that stopped "
+    "arriving, a stale heartbeat); the other rules are judged as points arrive.",
+    default_text="10",
+)
+WEBHOOK_RETRY: Final = Setting(
+    "TUNEPLANE_WEBHOOK_RETRY_SECONDS",
+    number("seconds", 300, zero=False),
+    10.0,
+    "Seconds before a failed webhook delivery is tried again, doubled after each failure "
+    "(at most 300 s between two tries, 5 tries in all).",
+    default_text="10",
+)
+
+
 def _on_off(raw: str) -> bool | None:
     return True if raw == "on" else False if raw == "off" else None
 
@@ -341,6 +359,8 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     BLOB_URL,
     TRAJECTORY_DAYS,
     SWEEP_INTERVAL,
+    ALERT_CHECK_INTERVAL,
+    WEBHOOK_RETRY,
     TRACKIO_IMPORT,
     DIAGNOSIS_URL,
     DIAGNOSIS_MODEL,
@@ -388,6 +408,8 @@ class Settings:
     blob_url: str | None = None
     trajectory_days: float = TRAJECTORY_DAYS_DEFAULT
     sweep_interval: float = SWEEP_INTERVAL_SECONDS_DEFAULT
+    alert_check_interval: float = 10.0
+    webhook_retry: float = 10.0
     trackio_import: bool = True
     diagnosis: DiagnosisSettings | None = None
     lost_heartbeat: float = LOST_HEARTBEAT_SECONDS_DEFAULT
@@ -425,6 +447,8 @@ class Settings:
             blob_url=reader.get(BLOB_URL),
             trajectory_days=reader.read(TRAJECTORY_DAYS),
             sweep_interval=reader.read(SWEEP_INTERVAL),
+            alert_check_interval=reader.read(ALERT_CHECK_INTERVAL),
+            webhook_retry=reader.read(WEBHOOK_RETRY),
             trackio_import=reader.read(TRACKIO_IMPORT),
             diagnosis=_diagnosis(reader),
             lost_heartbeat=reader.read(LOST_HEARTBEAT),

@@ -10,6 +10,7 @@ from typing import Any
 from starlette.requests import HTTPConnection
 
 from tuneplane.blobs import BlobStore
+from tuneplane.server.alerting import AlertEngine
 from tuneplane.server.live import LiveHub
 from tuneplane.server.settings import Settings
 from tuneplane.store.arena import ArenaIngest
@@ -47,6 +48,8 @@ class AppState:
     arena: ArenaIngest
     #: Where trajectory bodies go.
     blobs: BlobStore
+    #: Server-side alert rules (server/alerting.py).
+    alerts: AlertEngine
     live: LiveHub = field(default_factory=LiveHub)
     #: What ingest tokens already seen resolve to, by hash (whether one may still write
     #: is checked by each write itself).

@@ -9,7 +9,7 @@ is not a conflict, and only new events contribute points. Retries of a stored ``
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
@@ -158,13 +158,18 @@ def _run_of(
 
 
 class ArenaIngest:
-    """Stores batches, remembering committed runs so a batch skips the run lookup."""
+    """Stores batches, remembering committed runs so a batch skips the run lookup.
+    ``on_stored(batch, run_id)`` is told of each batch that stored points, once committed
+    (the alert rules judge them)."""
 
     _MAX_REMEMBERED = 100_000
 
-    def __init__(self, database: Database) -> None:
+    def __init__(
+        self, database: Database, on_stored: Callable[[ArenaBatch, int], None] | None = None
+    ) -> None:
         self._database = database
         self._runs: dict[tuple[str, str], KnownRun] = {}
+        self._on_stored = on_stored
 
     async def ingest(self, batch: ArenaBatch) -> IngestOutcome:
         key = (batch.project, batch.run)
@@ -175,6 +180,8 @@ class ArenaIngest:
         if len(self._runs) >= self._MAX_REMEMBERED:
             self._runs.clear()
         self._runs[key] = outcome.run
+        if outcome.points and self._on_stored is not None:
+            self._on_stored(batch, outcome.run.id)
         return outcome
 
     def forget(self, project: str, run: str | None = None) -> None:

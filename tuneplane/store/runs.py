@@ -14,6 +14,7 @@ from tuneplane.contract.errors import Conflict
 from tuneplane.contract.protocol import TERMINAL_STATUSES, StatusReport
 from tuneplane.contract.run_meta import RunMeta
 from tuneplane.store.access import add_owner
+from tuneplane.store.alert_rules import add_defaults
 from tuneplane.store.credentials import IssuedToken, TokenScope, start_attempt
 from tuneplane.store.dialect import upsert
 from tuneplane.store.run_meta import apply_meta
@@ -44,12 +45,16 @@ def config_conflict(project: str, run: str, stored: RunConfig | None) -> Conflic
 def ensure_run(
     connection: Connection, project: str, run: str, config: RunConfig | None, now: float
 ) -> tuple[KnownRun, bool]:
-    """The run, creating project and run if needed; refuses a changed config."""
-    connection.execute(
+    """The run, creating project and run if needed; refuses a changed config. A new
+    project starts with the default alert rules."""
+    new_project = connection.execute(
         upsert(connection, projects)
         .values(name=project, created_at=now)
         .on_conflict_do_nothing(index_elements=[projects.c.name])
-    )
+        .returning(projects.c.id)
+    ).scalar_one_or_none()
+    if new_project is not None:
+        add_defaults(connection, new_project)
     project_id = connection.execute(
         select(projects.c.id).where(projects.c.name == project)
     ).scalar_one()
@@ -106,6 +111,8 @@ def _create_project(connection: Connection, project: str, setup: ProjectSetup, n
         .on_conflict_do_nothing(index_elements=[projects.c.name])
         .returning(projects.c.id)
     ).scalar_one_or_none()
+    if project_id is not None:
+        add_defaults(connection, project_id)
     if project_id is not None and setup.owner is not None:
         add_owner(connection, project_id, setup.owner)
 

@@ -484,3 +484,97 @@ Index("ix_run_tags_tag", run_tags.c.tag, run_tags.c.run_id)
 # The runs list: a project's runs in creation order, and its groups.
 Index("ix_runs_project_created", runs.c.project_id, runs.c.created_at)
 Index("ix_runs_project_group", runs.c.project_id, runs.c.run_group)
+
+# --- server-side alert rules and webhooks (docs/alerts.md) --------------------------------
+# No foreign keys, as with the point blocks: only store/alert_rules.py and store/webhooks.py
+# write here, with ids they have just read.
+
+# A rule of a project, or of one of its runs (run_id); ``spec`` is its wire form.
+alert_rules = Table(
+    "alert_rules",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("project_id", Integer, nullable=False),
+    Column("run_id", Integer, nullable=True),
+    Column("kind", String(16), nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("spec", JSON, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+Index("ix_alert_rules_project", alert_rules.c.project_id, alert_rules.c.id)
+
+# Bumped by every change of a project's rules: each server process compares it with the
+# rules it holds in memory.
+alert_rule_versions = Table(
+    "alert_rule_versions",
+    metadata,
+    Column("project_id", Integer, primary_key=True),
+    Column("version", BigInteger, nullable=False),
+)
+
+# What a rule watches in a run: a series (``subject`` is its name) or the run (""); the
+# episode open on it, if any. The row is locked while an episode opens or resolves.
+alert_watches = Table(
+    "alert_watches",
+    metadata,
+    Column("rule_id", Integer, primary_key=True),
+    Column("run_id", Integer, primary_key=True),
+    Column("subject", String(128), primary_key=True),
+    Column("episode_id", BigInteger, nullable=True),
+    Column("changed_at", Float, nullable=False),
+)
+
+# Every episode of a rule on a run: from the alert that opened it to its resolution.
+alert_episodes = Table(
+    "alert_episodes",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("rule_id", Integer, nullable=False),
+    Column("run_id", Integer, nullable=False),
+    Column("subject", String(128), nullable=False),
+    Column("alert_id", String(128), nullable=False),
+    Column("title", String(200), nullable=False),
+    Column("opened_at", Float, nullable=False),
+    Column("opened_step", BigInteger, nullable=True),
+    Column("resolved_at", Float, nullable=True),
+    Column("resolved_step", BigInteger, nullable=True),
+)
+Index("ix_alert_episodes_run", alert_episodes.c.run_id, alert_episodes.c.id)
+
+# A project's webhooks. The secret signs each body (HMAC-SHA256), so it is kept as it is.
+webhooks = Table(
+    "webhooks",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("project_id", Integer, nullable=False),
+    Column("name", String(128), nullable=False),
+    Column("url", String(2048), nullable=False),
+    Column("format", String(8), nullable=False),
+    Column("secret", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+Index("ix_webhooks_project", webhooks.c.project_id)
+
+# The delivery log and queue: one row per (webhook, alert event), its exact body, and what
+# became of each attempt. ``state``: pending, sending (claimed until next_at), delivered
+# or failed (every attempt used).
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("webhook_id", Integer, nullable=False),
+    Column("run_id", Integer, nullable=False),
+    Column("alert_id", String(128), nullable=False),
+    Column("event", String(16), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("state", String(10), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_at", Float, nullable=False),
+    Column("last_status", Integer, nullable=True),
+    Column("last_error", String(1024), nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("finished_at", Float, nullable=True),
+)
+Index("ix_webhook_deliveries_due", webhook_deliveries.c.state, webhook_deliveries.c.next_at)
+Index("ix_webhook_deliveries_webhook", webhook_deliveries.c.webhook_id, webhook_deliveries.c.id)

@@ -1,0 +1,206 @@
+"""Server-side alert rules, judged as pure functions: new points, a series' last arrival,
+a run's heartbeat or an evaluation round's difference go in; the episodes that open or
+resolve come out. The server feeds them and the store records what they say.
+
+A rule watches each of its subjects (a series, or the run itself) separately, with a
+:class:`Watch`: whether an episode is open, and for ``change`` rules the window's first
+point. A condition that holds while its episode is open changes nothing (no storm); one
+that clears resolves it.
+
+>>> rule = Rule(1, RuleSpec(kind="threshold", name="low", level="warn", metric="reward",
+...                         op="below", value=0.0))
+>>> [t.opens for t in judge_points(rule, "reward", Watch(), [(1, 0.5), (2, -1.0), (3, -2.0)])]
+[True]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from tuneplane.contract.alert_rules import RuleSpec
+
+#: A point as rules see it: (step, value), the value None when NaN or infinite.
+Point = tuple[int, float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A stored rule: its id, what it says, and the one run it is limited to (if any)."""
+
+    id: int
+    spec: RuleSpec
+    run_id: int | None = None
+
+    def applies_to(self, run_id: int) -> bool:
+        return self.run_id is None or self.run_id == run_id
+
+
+@dataclass(slots=True)
+class Watch:
+    """What one rule remembers of one subject."""
+
+    open: bool = False
+    anchor_step: int | None = None
+    anchor_value: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """An episode of ``rule_id`` on ``subject`` opens (``opens``) or resolves."""
+
+    rule_id: int
+    subject: str
+    opens: bool
+    title: str
+    text: str
+    step: int | None = None
+
+
+def matches(pattern: str, name: str) -> bool:
+    """Whether a rule's metric pattern (a glob: ``*``, ``?``, ``[…]``) names a series."""
+    return fnmatchcase(name, pattern)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def _condition(rule: Rule, watch: Watch, step: int, value: float | None) -> tuple[bool | None, str]:
+    """Whether the rule's condition holds at this point (None: this point cannot say), and
+    the words that say why."""
+    spec = rule.spec
+    if spec.kind == "nan":
+        return value is None, "NaN or infinite" if value is None else f"finite ({_fmt(value)})"
+    if spec.kind == "stall":
+        return False, f"a point arrived at step {step}"
+    if value is None:
+        return None, ""
+    if spec.kind == "threshold":
+        assert spec.value is not None
+        held = value > spec.value if spec.op == "above" else value < spec.value
+        return held, f"{_fmt(value)} ({spec.op} {_fmt(spec.value)}: {'yes' if held else 'no'})"
+    if spec.kind == "change":
+        return _change(spec, watch, step, value)
+    return None, ""
+
+
+def _change(spec: RuleSpec, watch: Watch, step: int, value: float) -> tuple[bool | None, str]:
+    assert spec.window is not None
+    assert spec.percent is not None
+    if watch.anchor_step is None or watch.anchor_value is None:
+        watch.anchor_step, watch.anchor_value = step, value
+        return None, ""
+    if step <= watch.anchor_step:
+        return None, ""  # a late or repeated step says nothing about the window
+    anchor_step, anchor = watch.anchor_step, watch.anchor_value
+    if step - anchor_step >= spec.window:
+        watch.anchor_step, watch.anchor_value = step, value  # the next window starts here
+    if anchor == 0:
+        return None, ""  # a change relative to 0 is not a percentage
+    change = 100 * (value - anchor) / abs(anchor)
+    if spec.direction == "up":
+        held = change > spec.percent
+    elif spec.direction == "down":
+        held = -change > spec.percent
+    else:
+        held = abs(change) > spec.percent
+    words = (
+        f"{change:+.1f}% from {_fmt(anchor)} at step {anchor_step} to {_fmt(value)} "
+        f"(more than {spec.percent:g}% {spec.direction} within {spec.window} steps)"
+    )
+    return held, words
+
+
+def _titles(rule: Rule, subject: str, opens: bool, step: int, words: str) -> tuple[str, str]:
+    spec = rule.spec
+    if not opens:
+        return f"resolved: {spec.name} ({subject} at step {step})", f"{subject}: {words}"
+    if spec.kind == "nan":
+        title = f"{subject} is NaN or infinite at step {step}"
+    elif spec.kind == "threshold":
+        title = f"{subject} {spec.op} {_fmt(spec.value or 0.0)} at step {step}"
+    else:
+        title = f"{subject} changed sharply at step {step}"
+    return title, f"rule {spec.name!r}: {subject} {words}"
+
+
+def judge_points(
+    rule: Rule, subject: str, watch: Watch, points: Iterable[Point]
+) -> list[Transition]:
+    """Judge new points of one series (in the order they arrived); ``watch`` is updated.
+    Only ``nan``, ``threshold`` and ``change`` rules open episodes here; a ``stall`` episode
+    resolves when its series receives a point."""
+    found: list[Transition] = []
+    for step, value in points:
+        held, words = _condition(rule, watch, step, value)
+        if held is None or held == watch.open:
+            continue
+        watch.open = held
+        title, text = _titles(rule, subject, held, step, words)
+        found.append(Transition(rule.id, subject, held, title[:200], text, step))
+    return found
+
+
+def judge_stall(
+    rule: Rule, subject: str, watch: Watch, last_arrival: float, now: float
+) -> Transition | None:
+    """A ``stall`` rule over a series whose last point arrived at ``last_arrival``."""
+    assert rule.spec.seconds is not None
+    quiet = now - last_arrival
+    if watch.open or quiet <= rule.spec.seconds:
+        return None
+    watch.open = True
+    title = f"{subject}: no point for {quiet:.0f} s"
+    text = (
+        f"rule {rule.spec.name!r}: {subject} received no point for more than "
+        f"{rule.spec.seconds:g} s"
+    )
+    return Transition(rule.id, subject, True, title[:200], text)
+
+
+def judge_heartbeat(
+    rule: Rule, watch: Watch, health_at: float, ended: bool, now: float
+) -> Transition | None:
+    """A ``heartbeat`` rule over a run whose last heartbeat came at ``health_at``; a run that
+    ended has no heartbeat to wait for."""
+    assert rule.spec.seconds is not None
+    quiet = now - health_at
+    stale = not ended and quiet > rule.spec.seconds
+    if stale == watch.open:
+        return None
+    watch.open = stale
+    if stale:
+        title = f"heartbeat stale for {quiet:.0f} s"
+        text = f"rule {rule.spec.name!r}: no heartbeat for more than {rule.spec.seconds:g} s"
+    else:
+        title = f"resolved: {rule.spec.name}"
+        text = "the run ended" if ended else f"a heartbeat arrived ({quiet:.0f} s ago)"
+    return Transition(rule.id, "", stale, title, text)
+
+
+def judge_eval_drop(
+    rule: Rule, watch: Watch, round_label: str, difference: float | None
+) -> Transition | None:
+    """An ``eval_drop`` rule over a round whose success rate minus the baseline's is
+    ``difference`` (a fraction), or None when matched evidence does not allow the comparison
+    (digests differ, a round is not completely scored…): then nothing changes."""
+    if difference is None:
+        return None
+    assert rule.spec.points is not None
+    assert rule.spec.baseline is not None
+    drop = -100 * difference
+    held = drop > rule.spec.points
+    if held == watch.open:
+        return None
+    watch.open = held
+    base = rule.spec.baseline
+    versus = f"baseline {base.run}/{base.round_id}"
+    if held:
+        title = f"round {round_label}: success rate {drop:.1f} points below {versus}"
+        text = f"rule {rule.spec.name!r}: a drop of more than {rule.spec.points:g} points"
+    else:
+        title = f"resolved: {rule.spec.name} (round {round_label})"
+        text = f"round {round_label} is {-drop:+.1f} points against {versus}"
+    return Transition(rule.id, "", held, title[:200], text)

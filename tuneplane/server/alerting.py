@@ -1,0 +1,400 @@
+"""The alert engine of one server process: judges alert rules as points and evaluation
+outcomes arrive, after their write has committed, and stores the episodes that open or
+resolve (docs/alerts.md).
+
+The ingest routes only hand it their batch (:meth:`AlertEngine.after_arena`,
+:meth:`~AlertEngine.after_scalars`, :meth:`~AlertEngine.after_observations`). Their cost
+when no rule watches the batch's series is a few dictionary lookups: each project's rules
+are held in memory with, per series name, the rules whose pattern matches it. A batch some
+rule watches is queued for the engine's one task, which judges it with the pure functions
+of ``diagnostics.alert_rules`` and writes only what changed. Nothing it does can fail the
+request: the queue is bounded (a full one drops the batch with a warning) and every error
+is logged.
+
+Rules change through the API; each change bumps the project's version in the store, which
+every process polls every :data:`VERSION_POLL_SECONDS`, so several servers on one
+PostgreSQL agree within that time. Which episodes are open is re-read every
+:data:`WATCH_TTL_SECONDS` for the same reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from starlette.concurrency import run_in_threadpool
+
+from tuneplane.contract.arena import ArenaBatch
+from tuneplane.contract.observations import Observation
+from tuneplane.contract.protocol import ScalarBatch
+from tuneplane.diagnostics.alert_rules import (
+    Point,
+    Rule,
+    Transition,
+    Watch,
+    judge_eval_drop,
+    judge_points,
+    matches,
+)
+from tuneplane.server.alert_rounds import round_difference
+from tuneplane.store import alert_episodes, alert_rules
+from tuneplane.store.database import Database
+
+logger = logging.getLogger("tuneplane")
+#: Batches waiting to be judged before new ones are dropped.
+QUEUE_MAX: Final = 10_000
+VERSION_POLL_SECONDS: Final = 1.0
+WATCH_TTL_SECONDS: Final = 5.0
+#: Series names remembered per project with the rules that match them.
+_MEMO_MAX: Final = 50_000
+_POINT_KINDS: Final = frozenset({"nan", "threshold", "change", "stall"})
+#: Seconds shutdown waits for the engine's loops to end.
+STOP_SECONDS: Final = 10.0
+_STOP: Final = object()
+
+
+@dataclass(slots=True)
+class _Index:
+    """A project's rules, and which of them watch each series name."""
+
+    loaded: alert_rules.ProjectRules
+    point_rules: tuple[Rule, ...]
+    memo: dict[str, tuple[Rule, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, loaded: alert_rules.ProjectRules) -> _Index:
+        kept = tuple(rule for rule in loaded.rules if rule.spec.kind in _POINT_KINDS)
+        return cls(loaded, kept)
+
+    def match(self, name: str) -> tuple[Rule, ...]:
+        found = self.memo.get(name)
+        if found is None:
+            if len(self.memo) >= _MEMO_MAX:
+                self.memo.clear()
+            found = tuple(r for r in self.point_rules if matches(r.spec.metric or "", name))
+            self.memo[name] = found
+        return found
+
+
+@dataclass(slots=True)
+class _RunWatches:
+    loaded_at: float
+    open_rules: set[int]
+    watches: dict[tuple[int, str], Watch] = field(default_factory=dict)
+
+
+#: A queued batch: the project, the run, and a function giving its points per series.
+PointsOf = Callable[[], dict[str, list[Point]]]
+
+
+@dataclass(frozen=True, slots=True)
+class _PointsJob:
+    project: str
+    run_id: int
+    points: PointsOf
+
+
+@dataclass(frozen=True, slots=True)
+class _RoundsJob:
+    project: str
+    run_id: int
+    attempt: int
+    round_ids: tuple[str, ...]
+
+
+def _arena_points(batch: ArenaBatch) -> PointsOf:
+    def points() -> dict[str, list[Point]]:
+        found: dict[str, list[Point]] = {}
+        for log in batch.logs:
+            for name, value in log.metrics.items():
+                found.setdefault(name, []).append((log.step, value))
+        return found
+
+    return points
+
+
+def _scalar_points(batch: ScalarBatch) -> PointsOf:
+    def points() -> dict[str, list[Point]]:
+        found: dict[str, list[Point]] = {}
+        for entry in batch.series:
+            found.setdefault(entry.name, []).extend(zip(entry.steps, entry.values, strict=True))
+        for invalid in batch.invalid:
+            found.setdefault(invalid.name, []).extend((step, None) for step in invalid.steps)
+        for got in found.values():
+            got.sort(key=lambda point: point[0])
+        return found
+
+    return points
+
+
+class AlertEngine:
+    def __init__(self, database: Database, notify: Callable[[int], None] = lambda _: None) -> None:
+        self._database = database
+        self._notify = notify
+        self._indexes: dict[str, _Index | None] = {}
+        self._versions: dict[int, int] = {}
+        self._runs: dict[int, _RunWatches] = {}
+        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=QUEUE_MAX)
+        #: Set whenever webhook deliveries were queued: the sender wakes.
+        self.delivery_wanted = asyncio.Event()
+        #: Jobs that failed (logged), and batches dropped from a full queue.
+        self.failures = 0
+        self.dropped = 0
+        #: Set at shutdown: the engine's loops end at their next wait, never in the middle
+        #: of a read on a worker thread (whose connection would outlive the database).
+        self.stopping = asyncio.Event()
+
+    # --- called by the ingest routes, after their write committed ------------------------
+
+    def after_arena(self, batch: ArenaBatch, run_id: int) -> None:
+        self._after_points(batch.project, run_id, _names_of_arena(batch), _arena_points(batch))
+
+    def after_scalars(self, project: str, run_id: int, batch: ScalarBatch) -> None:
+        self._after_points(project, run_id, batch.names, _scalar_points(batch))
+
+    def after_observations(
+        self, project: str, run_id: int, attempt: int, events: Iterable[Observation]
+    ) -> None:
+        rounds = {
+            outcome.round_id
+            for event in events
+            if (outcome := event.trial or event.population) is not None
+        }
+        if not rounds:
+            return
+        if project in self._indexes:
+            index = self._indexes[project]
+            if index is None or not _has_kind(index, "eval_drop"):
+                return
+        self._submit(_RoundsJob(project, run_id, attempt, tuple(sorted(rounds))))
+
+    def _after_points(
+        self, project: str, run_id: int, names: Iterable[str], points: PointsOf
+    ) -> None:
+        try:
+            self._queue_points(project, run_id, names, points)
+        except Exception as exc:  # never into the request that stored the points
+            self.failures += 1
+            logger.warning("tuneplane: alert rules of run %d not judged: %s", run_id, exc)
+
+    def _queue_points(
+        self, project: str, run_id: int, names: Iterable[str], points: PointsOf
+    ) -> None:
+        if project in self._indexes:  # else the engine's task loads the project's rules
+            index = self._indexes[project]
+            if index is None or not index.point_rules or not self._wanted(index, run_id, names):
+                return  # no such project yet, or no rule watches these series
+        self._submit(_PointsJob(project, run_id, points))
+
+    def _wanted(self, index: _Index, run_id: int, names: Iterable[str]) -> bool:
+        held = self._runs.get(run_id)
+        fresh = held is not None and time.monotonic() - held.loaded_at < WATCH_TTL_SECONDS
+        for name in names:
+            for rule in index.match(name):
+                if rule.run_id is not None and rule.run_id != run_id:
+                    continue
+                # A stall rule is judged here only to resolve an open episode.
+                if rule.spec.kind != "stall" or not fresh or rule.id in held.open_rules:  # type: ignore[union-attr]
+                    return True
+        return False
+
+    def _submit(self, job: Any) -> None:
+        try:
+            self._queue.put_nowait(job)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                logger.warning(
+                    "tuneplane: alert rules: %d batches not judged (queue full)", self.dropped
+                )
+
+    # --- the engine's task -----------------------------------------------------------------
+
+    async def run_forever(self) -> None:
+        """Judge queued batches, one after another; poll the rule versions."""
+        polling = asyncio.create_task(self._poll_versions())
+        try:
+            while not self.stopping.is_set():
+                job = await self._queue.get()
+                if job is _STOP:
+                    break
+                try:
+                    await self._handle(job)
+                except Exception as exc:  # a rule or the store failed: ingest goes on
+                    self.failures += 1
+                    self._runs.pop(job.run_id, None)
+                    logger.warning(
+                        "tuneplane: alert rules of run %d not judged: %s", job.run_id, exc
+                    )
+                finally:
+                    self._queue.task_done()
+        finally:
+            if not self.stopping.is_set():
+                polling.cancel()  # cancelled itself: a read of the poll may be cut short
+            await asyncio.gather(polling, return_exceptions=True)
+
+    async def drain(self) -> None:
+        """Wait until every queued batch has been judged (for tests and shutdown)."""
+        await self._queue.join()
+
+    async def _handle(self, job: Any) -> None:
+        index = await self.index(job.project)
+        if index is None:
+            return
+        if isinstance(job, _RoundsJob):
+            transitions = await self._judge_rounds(index, job)
+        else:
+            transitions = await self._judge_points(index, job)
+        if transitions:
+            await self.store(job.run_id, transitions)
+
+    async def index(self, project: str) -> _Index | None:
+        index = self._indexes.get(project)
+        if index is None:
+            loaded = await run_in_threadpool(self._load, project)
+            index = None if loaded is None else _Index.of(loaded)
+            self._indexes[project] = index
+            if loaded is not None:
+                self._versions[loaded.project_id] = loaded.version
+        return index
+
+    def _load(self, project: str) -> alert_rules.ProjectRules | None:
+        with self._database.connect() as connection:
+            return alert_rules.load_rules(connection, project)
+
+    async def watches(self, run_id: int) -> _RunWatches:
+        held = self._runs.get(run_id)
+        if held is None or time.monotonic() - held.loaded_at >= WATCH_TTL_SECONDS:
+            opened = await run_in_threadpool(self._open_watches, run_id)
+            if held is None:
+                held = self._runs[run_id] = _RunWatches(time.monotonic(), set())
+            held.loaded_at = time.monotonic()
+            held.open_rules = {rule for rule, _ in opened}
+            for key, watch in held.watches.items():
+                watch.open = key in opened
+            for key in opened - held.watches.keys():
+                held.watches[key] = Watch(open=True)
+        return held
+
+    def _open_watches(self, run_id: int) -> set[tuple[int, str]]:
+        with self._database.connect() as connection:
+            return alert_episodes.open_watches(connection, run_id)
+
+    async def _judge_points(self, index: _Index, job: _PointsJob) -> list[Transition]:
+        held = await self.watches(job.run_id)
+        transitions: list[Transition] = []
+        for name, points in job.points().items():
+            for rule in index.match(name):
+                if not rule.applies_to(job.run_id):
+                    continue
+                watch = held.watches.get((rule.id, name))
+                if watch is None:
+                    watch = held.watches[rule.id, name] = Watch()
+                transitions += judge_points(rule, name, watch, points)
+        return transitions
+
+    async def _judge_rounds(self, index: _Index, job: _RoundsJob) -> list[Transition]:
+        rules = [
+            rule
+            for rule in index.loaded.rules
+            if rule.spec.kind == "eval_drop" and rule.applies_to(job.run_id)
+        ]
+        if not rules:
+            return []
+        held = await self.watches(job.run_id)
+        project_id = index.loaded.project_id
+        differences = await run_in_threadpool(self._differences, project_id, job, rules)
+        transitions = []
+        for rule in rules:
+            watch = held.watches.setdefault((rule.id, ""), Watch())
+            for round_id in job.round_ids:
+                if rule.spec.round_id not in (None, round_id):
+                    continue
+                label = f"{round_id} (execution attempt {job.attempt})"
+                found = judge_eval_drop(rule, watch, label, differences.get((rule.id, round_id)))
+                if found is not None:
+                    transitions.append(found)
+        return transitions
+
+    def _differences(
+        self, project_id: int, job: _RoundsJob, rules: list[Rule]
+    ) -> dict[tuple[int, str], float | None]:
+        with self._database.connect() as connection:
+            return {
+                (rule.id, round_id): round_difference(
+                    connection, project_id, job.run_id, job.attempt, round_id, rule
+                )
+                for rule in rules
+                for round_id in job.round_ids
+            }
+
+    async def store(self, run_id: int, transitions: list[Transition]) -> None:
+        """Record what the rules judged; the run's cached watches follow."""
+        fired = await self._database.write(
+            alert_episodes.apply_transitions, run_id, transitions, key=run_id
+        )
+        held = self._runs.get(run_id)
+        if held is not None:
+            for t in transitions:
+                held.watches.setdefault((t.rule_id, t.subject), Watch()).open = t.opens
+            held.open_rules = {rule for (rule, _), w in held.watches.items() if w.open}
+        if fired:
+            self._notify(run_id)
+            self.delivery_wanted.set()
+
+    # --- rule changes ----------------------------------------------------------------------
+
+    def forget(self, project: str) -> None:
+        """Drop a project's rules (changed here): the next batch loads them again."""
+        self._indexes.pop(project, None)
+
+    async def stop(self, tasks: list[asyncio.Task[None]]) -> None:
+        """End the engine's loops (``tasks``: those started beside it), waiting for the
+        reads they are in the middle of."""
+        self.stopping.set()
+        with contextlib.suppress(asyncio.QueueFull):
+            self._queue.put_nowait(_STOP)
+        _done, pending = await asyncio.wait(tasks, timeout=STOP_SECONDS)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def pause(self, seconds: float) -> bool:
+        """Wait ``seconds``, or less when the engine stops; False once it stops."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stopping.wait(), seconds)
+        return not self.stopping.is_set()
+
+    async def _poll_versions(self) -> None:
+        while await self.pause(VERSION_POLL_SECONDS):
+            if not self._indexes:
+                continue
+            with contextlib.suppress(Exception):  # the store is down: try again next time
+                self._apply_versions(await run_in_threadpool(self._read_versions))
+
+    def _read_versions(self) -> dict[int, int]:
+        with self._database.connect() as connection:
+            return alert_rules.rule_versions(connection)
+
+    def _apply_versions(self, versions: dict[int, int]) -> None:
+        for project, index in list(self._indexes.items()):
+            if index is None:
+                self._indexes.pop(project)  # a project that did not exist may exist now
+            elif versions.get(index.loaded.project_id, 0) != index.loaded.version:
+                self._indexes.pop(project)
+
+
+def _names_of_arena(batch: ArenaBatch) -> Iterable[str]:
+    logs = batch.logs
+    if len(logs) == 1:
+        return logs[0].metrics.keys()
+    return {name for log in logs for name in log.metrics}
+
+
+def _has_kind(index: _Index, kind: str) -> bool:
+    return any(rule.spec.kind == kind for rule in index.loaded.rules)

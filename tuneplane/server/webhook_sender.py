@@ -1,0 +1,94 @@
+"""The webhook sender of one server process: sends queued deliveries (store/webhooks.py)
+after the alerts that queued them committed, signs each body, retries a failure with a
+doubling wait and records every try in the delivery log. It runs beside the requests:
+an endpoint that is down or slow delays only its own deliveries, never ingest.
+
+Each body carries ``X-Tuneplane-Signature: sha256=<hex>``, the HMAC-SHA256 of the exact
+bytes sent under the webhook's secret, ``X-Tuneplane-Event`` (``alert.opened`` or
+``alert.resolved``) and ``X-Tuneplane-Delivery`` (the delivery's id: a receiver that saw
+it already can ignore a retry).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+import time
+from typing import Final
+
+import httpx
+from starlette.concurrency import run_in_threadpool
+
+from tuneplane import __version__
+from tuneplane.contract.alert_rules import SIGNATURE_HEADER, WEBHOOK_TIMEOUT_SECONDS
+from tuneplane.server.alerting import AlertEngine
+from tuneplane.store import webhooks
+from tuneplane.store.database import Database
+from tuneplane.store.webhooks import Due
+
+logger = logging.getLogger("tuneplane")
+#: Seconds between two looks for due deliveries when nothing wakes the sender (retries,
+#: and deliveries queued by other server processes).
+POLL_SECONDS: Final = 2.0
+
+
+def signature(secret: str, body: bytes) -> str:
+    """The signature header's value: ``sha256=`` and the hex HMAC-SHA256 of ``body``."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+async def _send(client: httpx.AsyncClient, due: Due) -> tuple[int | None, str | None]:
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": f"tuneplane/{__version__}",
+        SIGNATURE_HEADER: signature(due.secret, due.body),
+        "X-Tuneplane-Event": due.event,
+        "X-Tuneplane-Delivery": str(due.id),
+    }
+    try:
+        answer = await client.post(due.url, content=due.body, headers=headers)
+    except httpx.HTTPError as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    if 200 <= answer.status_code < 300:
+        return answer.status_code, None
+    return answer.status_code, f"HTTP {answer.status_code}"
+
+
+def _any_due(database: Database, now: float) -> bool:
+    with database.connect() as connection:
+        return bool(webhooks.claim_candidates(connection, now))
+
+
+async def deliver_due(database: Database, client: httpx.AsyncClient, first_retry: float) -> int:
+    """Send every delivery whose time has come; returns how many were tried."""
+    if not await run_in_threadpool(_any_due, database, time.time()):
+        return 0
+    due = await database.write(webhooks.claim_due, time.time())
+    if not due:
+        return 0
+    results = await asyncio.gather(*(_send(client, d) for d in due))
+    for delivery, (status, error) in zip(due, results, strict=True):
+        state = await database.write(webhooks.record_attempt, delivery, status, error, first_retry)
+        if state == "failed":
+            logger.warning("tuneplane: webhook delivery %d failed for good: %s", delivery.id, error)
+    return len(due)
+
+
+async def deliver_forever(engine: AlertEngine, database: Database, first_retry: float) -> None:
+    wanted = engine.delivery_wanted
+    timeout = httpx.Timeout(WEBHOOK_TIMEOUT_SECONDS)
+    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
+        while not engine.stopping.is_set():
+            wanted.clear()
+            try:
+                tried = await deliver_due(database, client, first_retry)
+            except Exception as exc:  # the store is down, say: try again later
+                logger.warning("tuneplane: webhook deliveries not sent: %s", exc)
+                tried = 0
+            if not tried:
+                waits = [asyncio.ensure_future(e.wait()) for e in (wanted, engine.stopping)]
+                await asyncio.wait(waits, timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
+                for waiting in waits:
+                    waiting.cancel()
