@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,6 +66,35 @@ TRAJECTORY = {
         }
     ]
 }
+
+
+def admin_client(settings: Settings) -> Iterator[TestClient]:
+    """A client of the app on ``settings`` holding the site administrator's key."""
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        key = (settings.data_dir / "admin.key").read_text().strip()
+        client.headers["Authorization"] = f"Bearer {key}"
+        yield client
+
+
+@pytest.fixture
+def api(settings: Settings) -> Iterator[TestClient]:
+    """The app on each engine, as the site administrator."""
+    yield from admin_client(settings)
+
+
+@pytest.fixture(params=["directory", "s3"])
+def blob_settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    """Settings with trajectory bodies in a directory, and in a real S3-compatible server."""
+    if request.param == "s3":
+        bucket = request.getfixturevalue("s3_bucket")
+        return dataclasses.replace(settings, blob_url=f"s3://{bucket}/bodies")
+    return settings
+
+
+@pytest.fixture
+def blob_api(blob_settings: Settings) -> Iterator[TestClient]:
+    """The app on each engine and each blob store, as the site administrator."""
+    yield from admin_client(blob_settings)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import pytest
 from fastapi.testclient import TestClient
 
-from tuneplane.server.app import create_app
+from tests.server.conftest import admin_client
 from tuneplane.server.settings import DiagnosisSettings, Secret, Settings
 
 RUN = "/api/v1/projects/demo/runs/job"
@@ -26,18 +26,6 @@ Traceback (most recent call last):
     return forward_call(*args, **kwargs)
 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total \
 capacity of 79.10 GiB of which 1.06 GiB is free."""
-
-
-def _client(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
-        key = (settings.data_dir / "admin.key").read_text().strip()
-        client.headers["Authorization"] = f"Bearer {key}"
-        yield client
-
-
-@pytest.fixture
-def api(settings: Settings) -> Iterator[TestClient]:
-    yield from _client(settings)
 
 
 def start(api: TestClient) -> dict[str, str]:
@@ -156,7 +144,7 @@ def _explained(settings: Settings, llm: str) -> Iterator[TestClient]:
     configured = dataclasses.replace(
         settings, diagnosis=DiagnosisSettings(llm, "tiny-model", Secret("sk-diagnosis-key"))
     )
-    yield from _client(configured)
+    yield from admin_client(configured)
 
 
 def test_a_configured_language_model_explains_beside_the_findings(
@@ -205,7 +193,7 @@ def test_a_failing_language_model_leaves_the_findings_and_the_status(
 
 def test_an_attempt_whose_heartbeat_stopped_is_diagnosed_as_lost(settings: Settings) -> None:
     quick = dataclasses.replace(settings, lost_heartbeat=0.4)
-    for api in _client(quick):
+    for api in admin_client(quick):
         token = start(api)
         running = api.post("/api/v1/ingest/status", json={"status": "running"}, headers=token)
         assert running.status_code == 200, running.text

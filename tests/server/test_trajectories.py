@@ -9,7 +9,6 @@ import dataclasses
 import random
 import time
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,31 +26,6 @@ from tuneplane.server.sweeper import sweep_once
 from tuneplane.store.schema import body_sweeps, pending_bodies, trajectories
 
 RUN = "/api/v1/projects/demo/runs/agent"
-
-
-@pytest.fixture(params=["directory", "s3"])
-def blob_settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
-    if request.param == "s3":
-        bucket = request.getfixturevalue("s3_bucket")
-        return dataclasses.replace(settings, blob_url=f"s3://{bucket}/bodies")
-    return settings
-
-
-def _client(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
-        key = (settings.data_dir / "admin.key").read_text().strip()
-        client.headers["Authorization"] = f"Bearer {key}"
-        yield client
-
-
-@pytest.fixture
-def api(settings: Settings) -> Iterator[TestClient]:
-    yield from _client(settings)
-
-
-@pytest.fixture
-def blob_api(blob_settings: Settings) -> Iterator[TestClient]:
-    yield from _client(blob_settings)
 
 
 def attempt(api: TestClient, run: str = "agent") -> dict[str, str]:
