@@ -4,6 +4,7 @@ server), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Callable, Iterator
@@ -16,8 +17,10 @@ from sqlalchemy import Connection, func, select
 from tests.conftest import INGEST_SECRET
 from tests.helpers import log
 from tests.server.test_trajectories import blob_keys, evaluation, messages, rollout
+from tuneplane.contract.arena import parse_arena_batch
 from tuneplane.server.app import create_app
 from tuneplane.server.settings import Settings
+from tuneplane.store.arena import ArenaIngest
 from tuneplane.store.database import Database
 from tuneplane.store.schema import metadata, metrics, projects, runs
 
@@ -258,3 +261,20 @@ def test_tags_group_and_note_at_creation_are_checked(api: TestClient) -> None:
     assert answer.status_code == 422
     assert answer.json()["error"]["details"][0]["field"] == "tags[0]"
     assert api.get(f"{API}/lab/runs/r1").status_code == 404
+
+
+def test_another_server_that_remembered_a_deleted_run_writes_to_the_new_one(
+    api: TestClient,
+) -> None:
+    """A second server process on the same database (its own Arena ingest, which remembers
+    the runs it wrote to) keeps writing under the name after the run is deleted."""
+    other = ArenaIngest(database_of(api))
+    first = parse_arena_batch({"logs": [log("o1", 1, {"m": 1.0}, project="lab", run="shared")]})
+    old_id = asyncio.run(other.ingest(first)).run.id
+    old_metrics = _metric_ids(api, old_id)
+    assert api.delete(f"{API}/lab/runs/shared").status_code == 200
+    wait_for(lambda: _purged(api, old_id, old_metrics))
+    again = parse_arena_batch({"logs": [log("o2", 2, {"m": 2.0}, project="lab", run="shared")]})
+    outcome = asyncio.run(other.ingest(again))
+    assert outcome.run_created is True  # (SQLite may give the new run the old id)
+    assert api.get(f"{API}/lab/runs/shared").json()["point_count"] == 1

@@ -157,6 +157,12 @@ def _run_of(
     return known, False
 
 
+def _integrity(exc: BaseException) -> bool:
+    """A constraint failure, from SQLAlchemy or from either driver's cursor (the hot path
+    writes through the driver): sqlite3's and psycopg's IntegrityError alike."""
+    return any(kind.__name__ == "IntegrityError" for kind in type(exc).__mro__)
+
+
 class ArenaIngest:
     """Stores batches, remembering committed runs so a batch skips the run lookup.
     ``on_stored(batch, run_id)`` is told of each batch that stored points, once committed
@@ -173,9 +179,16 @@ class ArenaIngest:
 
     async def ingest(self, batch: ArenaBatch) -> IngestOutcome:
         key = (batch.project, batch.run)
-        outcome = await self._database.write_batched(
-            ingest_arena, (batch, self._runs.get(key)), key=key
-        )
+        known = self._runs.get(key)
+        try:
+            outcome = await self._database.write_batched(ingest_arena, (batch, known), key=key)
+        except Exception as exc:
+            if known is None or not _integrity(exc):
+                raise
+            # The remembered run was deleted (by another server process): look it up anew.
+            self._runs.pop(key, None)
+            fresh: ArenaWrite = (batch, None)
+            outcome = await self._database.write_batched(ingest_arena, fresh, key=key)
         # Only now is the run committed and safe to remember.
         if len(self._runs) >= self._MAX_REMEMBERED:
             self._runs.clear()

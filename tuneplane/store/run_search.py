@@ -1,9 +1,9 @@
 """The runs list's search (contract/run_query.py) as SQL, evaluated by the database on both
 engines: config values by JSON extraction (SQLite ``json_extract``/``json_type``,
 PostgreSQL ``#>``/``#>>``/``json_typeof``), summary metrics from ``metrics`` (its
-``(run_id, name)`` key), tags from ``run_tags``. A page is found in two steps: the IDs of
-the matching runs in order (one query, with the total as a window count), then the run
-rows of just that page.
+``(run_id, name)`` key), tags from ``run_tags``. A page is found in steps: the IDs of
+the matching runs in order, their number (unless the page shows it was the last), then the
+run rows of just that page.
 
 A comparison with a config key or a metric needs a value: a run without one never matches
 (``config.lr != 0.1`` leaves out runs with no ``lr``); ``!=`` on a run's own fields (tag,
@@ -64,6 +64,11 @@ _SORT_COLUMNS: dict[str, Any] = {
     "points": runs.c.point_count,
     "alerts": runs.c.alert_count,
 }
+
+
+#: Sort keys every run has: no "without a value last" term, so an index can give the order.
+_NOT_NULL = (runs.c.name, runs.c.created_at, runs.c.updated_at, runs.c.point_count,
+             runs.c.alert_count, _SORT_COLUMNS["display_name"])  # fmt: skip
 
 
 class _Json:
@@ -204,7 +209,9 @@ def _order(query: Any, sort: Sort | None, sqlite: bool) -> Any:
         keys = [joined.c[_STAT_COLUMNS[field.stat or "last"].name]]
     ordering: list[Any] = []
     for key in keys:
-        ordering += [case((key.is_(None), 1), else_=0), key.desc() if sort.descending else key]
+        if not any(key is column for column in _NOT_NULL):  # runs without a value last
+            ordering.append(case((key.is_(None), 1), else_=0))
+        ordering.append(key.desc() if sort.descending else key)
     tie = runs.c.created_at.desc() if sort.descending else runs.c.created_at
     return query.order_by(*ordering, tie, runs.c.id)
 
@@ -230,15 +237,20 @@ def search_runs(
     sqlite = connection.dialect.name == "sqlite"
     wanted = [runs.c.project_id == project_id(connection, project), runs.c.deleted_at.is_(None)]
     wanted += [condition(term, sqlite) for term in terms]
-    query = select(runs.c.id, func.count().over().label("total")).where(and_(true(), *wanted))
-    found = connection.execute(_order(query, sort, sqlite).limit(limit).offset(offset)).all()
-    if found:
+    # With terms, the matching runs are found once, counted by a window over them; without,
+    # the project's runs are counted from the index and the page read in index order.
+    columns_of_page = [runs.c.id, func.count().over().label("total")] if terms else [runs.c.id]
+    query = _order(select(*columns_of_page).where(and_(true(), *wanted)), sort, sqlite)
+    found = connection.execute(query.limit(limit).offset(offset)).all()
+    ids = [int(row.id) for row in found]
+    if terms and found:
         total = int(found[0].total)
+    elif len(ids) < limit and (ids or not offset):
+        total = offset + len(ids)
     else:
         total = int(
             connection.execute(select(func.count()).select_from(runs).where(*wanted)).scalar_one()
         )
-    ids = [int(row.id) for row in found]
     by_id = {
         row.id: RunRow(*row) for row in connection.execute(run_query().where(runs.c.id.in_(ids)))
     } if ids else {}  # fmt: skip
