@@ -739,9 +739,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--group", help="the run's group (the runs of one sweep or seed set)")
     run.add_argument("--tag", action="append", help="a tag of the run (repeat for more)")
     run.add_argument("--note", help="a note about the run (free text)")
-    run.add_argument("--group", help="the run's group (the runs of one sweep or seed set)")
-    run.add_argument("--tag", action="append", help="a tag of the run (repeat for more)")
-    run.add_argument("--note", help="a note about the run (free text)")
     run.add_argument(
         "--server", help="server URL (default: $TUNEPLANE_URL or http://127.0.0.1:8000)"
     )
