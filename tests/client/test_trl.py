@@ -6,6 +6,8 @@ arrived is compared with the completion files TRL wrote."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,8 +15,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from tests.client.runs import PROJECT, Server
-from tests.client.test_init import points, script
+from tests.client.runs import PROJECT, Server, runner_env
+from tests.client.test_init import points
 
 TRAIN = """
 import torch
@@ -53,27 +55,44 @@ args = GRPOConfig(
     output_dir={output!r}, run_name={run!r}, max_steps=3, logging_steps={logging_steps},
     per_device_train_batch_size={batch}, num_generations=4, max_completion_length=6,
     log_completions=True, report_to="none", use_cpu=True, save_strategy="no",
-    reward_weights=[1.0, 2.0], learning_rate=1e-3,
+    reward_weights=[1.0, 2.0], learning_rate=1e-3, {evaluation}
 )
 trainer = GRPOTrainer(model=model, reward_funcs=[length, sometimes], args=args,
-                      train_dataset=prompts, processing_class=tokenizer,
+                      train_dataset=prompts, eval_dataset=held_out, processing_class=tokenizer,
                       callbacks=[TuneplaneCallback(project={project!r})])
 trainer.train()
 """
 CHAT_PROMPTS = """prompts = Dataset.from_dict({"prompt": [
     [{"role": "system", "content": "w0 w1"}, {"role": "user", "content": f"w{i} w{i + 1}"}]
     for i in range(2, 24)
-]})"""
+]})
+held_out = Dataset.from_dict({"prompt": [
+    [{"role": "system", "content": "w0 w1"}, {"role": "user", "content": "w25 w25"}]
+] * 2})"""
+#: An evaluation at every step, each writing its completions over the step's file after the
+#: callback read the training ones; a generation every other step, so that the training log
+#: of step 2 writes the evaluation's completions still in TRL's buffer.
+EVALUATION = 'eval_strategy="steps", eval_steps=1, per_device_eval_batch_size=4, num_iterations=2,'
+
 STRING_PROMPTS = """prompts = Dataset.from_dict({"prompt": [
     f"w{i} w{i + 1} w{i + 2}" for i in range(23)
-]})"""
+]})
+held_out = None"""
 
 
-def train(server: Server, output: Path, prompts: str, batch: int, logging_steps: int) -> str:
+def train(
+    server: Server, output: Path, prompts: str, batch: int, logging_steps: int,
+    evaluation: str = "",
+) -> str:  # fmt: skip
     run = f"grpo-{uuid.uuid4().hex[:8]}"
     code = TRAIN.format(output=str(output), run=run, project=PROJECT, prompts=prompts,
-                        batch=batch, logging_steps=logging_steps)  # fmt: skip
-    done = script(server, code, TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES="32")
+                        batch=batch, logging_steps=logging_steps,
+                        evaluation=evaluation)  # fmt: skip
+    env = runner_env(TUNEPLANE_URL=server.base, TUNEPLANE_API_KEY=server.key,
+                     TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES="32")  # fmt: skip
+    # About 30 s on an idle machine (mostly imports); minutes on a busy one.
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "not reported" not in done.stderr, done.stderr
     return run
@@ -200,3 +219,22 @@ def test_a_large_generation_batch_sends_32_stratified_rollouts_a_step(
         low_sent = sorted(row["reward"] for row in sent if row["category"] == "low_reward")
         low_all = sorted(r for r in by_category.get("low_reward", []) if r is not None)
         assert low_sent == pytest.approx(low_all[: len(low_sent)])
+
+
+def test_evaluation_completions_are_not_training_rollouts(
+    sqlite_server: Server, tmp_path: Path
+) -> None:
+    server = sqlite_server
+    run = train(sqlite_server, tmp_path, CHAT_PROMPTS, batch=8, logging_steps=1,
+                evaluation=EVALUATION)  # fmt: skip
+    arrived = rollouts(server, run)
+    # Step 2 trained on step 1's generation: its file holds step 1's evaluation completions.
+    assert sorted(arrived) == [1, 3]
+    for step in (1, 3):
+        assert len(arrived[step]) == 8
+        prompts = {body(server, run, row)[1]["content"] for row in arrived[step].values()}
+        assert "w25 w25" not in prompts
+    for step in (1, 2, 3):  # every file now holds an evaluation's completions
+        path = tmp_path / "completions" / f"completions_{step:05d}.parquet"
+        held_out = {row["prompt"][1]["content"] for row in pq.read_table(path).to_pylist()}
+        assert held_out == {"w25 w25"}

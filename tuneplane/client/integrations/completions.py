@@ -19,16 +19,21 @@ sent, chosen like the SDK's own per-step sample (in turn from each category: the
 rewards first, the others spread evenly over the file), so that a large generation batch
 never fills the trajectory queue. Policy versions are left unknown: the file records the
 logging step, not which weights generated the rows.
+
+An evaluation log's file holds evaluation completions and is never read; they stay in
+TRL's buffer until the next generation, so neither is a training log's file holding
+exactly the last evaluation's rows.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -180,8 +185,11 @@ class CompletionLog:
     #: (mtime, size) of the files there at train begin: an unchanged one is a leftover.
     leftovers: dict[str, tuple[int, int]] = field(default_factory=dict)
     rewards: list[str] = field(default_factory=list)
-    awaiting: list[int] = field(default_factory=list)
+    #: The logs whose files are still to be read, in order: (step, whether an evaluation's).
+    pending: list[tuple[int, bool]] = field(default_factory=list)
     read: set[int] = field(default_factory=set)
+    #: The last evaluation's rows, until a training file differs from them.
+    evaluated: list[Any] | None = None
     _logged: set[str] = field(default_factory=set)
 
     @classmethod
@@ -202,43 +210,73 @@ class CompletionLog:
         return log
 
     def logged(self, step: int, logs: Mapping[str, Any]) -> None:
-        """A training log at ``step`` (TRL writes its file when the callbacks are done)."""
+        """A log at ``step``: TRL writes its file when the callbacks are done. A prediction's
+        (``test_*``) writes none; an evaluation's (``eval_*``) holds evaluation completions,
+        which stay in TRL's buffer until the next generation: a training file holding the
+        same rows is not read."""
+        if any(key.startswith("test_") for key in logs):
+            return
+        if any(key.startswith("eval_") for key in logs):
+            self.pending.append((step, True))
+            return
         self.rewards = reward_names(logs) or self.rewards
-        if step not in self.read and step not in self.awaiting:
-            self.awaiting.append(step)
+        if step not in self.read and (step, False) not in self.pending:
+            self.pending.append((step, False))
 
     def collect(self, reporter: Reporter) -> None:
         """Send the rollouts of the files written since the last call. Never raises."""
-        steps, self.awaiting = self.awaiting, []
-        for step in steps:
-            self.read.add(step)
-            try:
-                self._send(step, reporter)
-            except Exception as exc:  # a file we cannot read never stops training
-                self._once(type(exc).__name__, f"{file_name(step)}: {type(exc).__name__}: {exc}")
+        pending, self.pending = self.pending, []
+        for step, evaluation in pending:
+            if evaluation:
+                self._guarded(step, self._fingerprint)
+            else:
+                self.read.add(step)
+                self._guarded(step, functools.partial(self._send, step=step, reporter=reporter))
+
+    def _guarded(self, step: int, read: Callable[[Path], None]) -> None:
+        path = self.directory / file_name(step)
+        try:
+            stat = path.stat()
+            if self.leftovers.get(path.name) == (stat.st_mtime_ns, stat.st_size):
+                return
+            if stat.st_size > FILE_MAX_BYTES:
+                self._once("size", f"{path.name}: over {FILE_MAX_BYTES // 2**20} MiB, not read")
+                return
+            read(path)
+        except FileNotFoundError:
+            return  # a log that wrote no file (not a GRPO trainer's, or not the main process)
+        except Exception as exc:  # a file we cannot read never stops training
+            self._once(type(exc).__name__, f"{path.name}: {type(exc).__name__}: {exc}")
+
+    def _fingerprint(self, path: Path) -> None:
+        self.evaluated = fingerprint(path)
 
     def _once(self, key: str, message: str) -> None:
         if key not in self._logged:
             self._logged.add(key)
             logger.warning("tuneplane: TRL completions not reported: %s (logged once)", message)
 
-    def _send(self, step: int, reporter: Reporter) -> None:
-        path = self.directory / file_name(step)
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            return  # a log that wrote no file (not a GRPO trainer's, or not the main process)
-        if self.leftovers.get(path.name) == (stat.st_mtime_ns, stat.st_size):
-            return
-        if stat.st_size > FILE_MAX_BYTES:
-            self._once("size", f"{path.name}: over {FILE_MAX_BYTES // 2**20} MiB, not read")
-            return
+    def _send(self, path: Path, step: int, reporter: Reporter) -> None:
+        if self.evaluated is not None:
+            if fingerprint(path) == self.evaluated:
+                return  # the last evaluation's completions, still in TRL's buffer
+            self.evaluated = None  # a training generation since: the buffer is training's
         if self.weights is not None and len(self.weights) != len(self.rewards):
             self._once("weights", f"{len(self.weights)} reward_weights for {self.rewards}")
             return
         for row, kwargs in rollouts(path, self.rewards, self.weights):
             reporter.trajectory(scope="training", step=step, trajectory_id=f"completion-{row}",
                                 capture_policy="sampled", **kwargs)  # fmt: skip
+
+
+def fingerprint(path: Path) -> list[Any]:
+    """A file's prompts, completions and advantages: the same in two files, the same rows."""
+    import pyarrow.parquet as pq
+
+    present = pq.read_schema(path).names
+    columns = [name for name in ("prompt", "completion", "advantage") if name in present]
+    found: list[Any] = pq.read_table(path, columns=columns).to_pylist()
+    return found
 
 
 def rollouts(

@@ -50,8 +50,6 @@ SUMMARY_KEYS: Final = frozenset(
      "total_flos"}
 )  # fmt: skip
 _NOT_ID: Final = re.compile(r"[^A-Za-z0-9_-]+")
-#: Logs of these prefixes are not training logs (their completions are not rollouts).
-_NOT_TRAINING: Final = ("eval_", "test_")
 
 
 def metric_name(key: str) -> str:
@@ -157,14 +155,19 @@ class TuneplaneCallback(TrainerCallback):
         if summary and reporter is not None:
             reporter.event("trainer/summary", summary, step=state.global_step)
         self._collect()
-        if self._completions is not None and not any(k.startswith(_NOT_TRAINING) for k in logs):
+        if self._completions is not None:
             self._completions.logged(state.global_step, logs)
 
     def _collect(self) -> None:
         """The rollouts of the completion files written since the last event."""
+        completions = self._completions
+        if completions is None or not completions.pending:
+            return
         reporter = None if self._run is None else self._run.reporter
-        if self._completions is not None and self._completions.awaiting and reporter is not None:
-            self._completions.collect(reporter)
+        if reporter is None:
+            completions.pending.clear()  # a run that does not report (nowhere to send them)
+            return
+        completions.collect(reporter)
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._collect()
