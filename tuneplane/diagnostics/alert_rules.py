@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import Any
 
 from tuneplane.contract.alert_rules import RuleSpec
 
@@ -67,63 +68,66 @@ def _fmt(value: float) -> str:
     return f"{value:.6g}"
 
 
-def _condition(rule: Rule, watch: Watch, step: int, value: float | None) -> tuple[bool | None, str]:
-    """Whether the rule's condition holds at this point (None: this point cannot say), and
-    the words that say why."""
-    spec = rule.spec
-    if spec.kind == "nan":
-        return value is None, "NaN or infinite" if value is None else f"finite ({_fmt(value)})"
-    if spec.kind == "stall":
-        return False, f"a point arrived at step {step}"
-    if value is None:
-        return None, ""
-    if spec.kind == "threshold":
-        assert spec.value is not None
-        held = value > spec.value if spec.op == "above" else value < spec.value
-        return held, f"{_fmt(value)} ({spec.op} {_fmt(spec.value)}: {'yes' if held else 'no'})"
-    if spec.kind == "change":
-        return _change(spec, watch, step, value)
-    return None, ""
-
-
-def _change(spec: RuleSpec, watch: Watch, step: int, value: float) -> tuple[bool | None, str]:
+def _change(
+    spec: RuleSpec, watch: Watch, step: int, value: float
+) -> tuple[float, int, float] | None:
+    """The change in percent from the window's first point (and that point), or None when
+    this point cannot say; starts the next window when this one is over."""
     assert spec.window is not None
-    assert spec.percent is not None
     if watch.anchor_step is None or watch.anchor_value is None:
         watch.anchor_step, watch.anchor_value = step, value
-        return None, ""
-    if step <= watch.anchor_step:
-        return None, ""  # a late or repeated step says nothing about the window
+        return None
     anchor_step, anchor = watch.anchor_step, watch.anchor_value
+    if step <= anchor_step:
+        return None  # a late or repeated step says nothing about the window
     if step - anchor_step >= spec.window:
         watch.anchor_step, watch.anchor_value = step, value  # the next window starts here
     if anchor == 0:
-        return None, ""  # a change relative to 0 is not a percentage
-    change = 100 * (value - anchor) / abs(anchor)
+        return None  # a change relative to 0 is not a percentage
+    return 100 * (value - anchor) / abs(anchor), anchor_step, anchor
+
+
+def _changed(spec: RuleSpec, change: float) -> bool:
+    assert spec.percent is not None
     if spec.direction == "up":
-        held = change > spec.percent
-    elif spec.direction == "down":
-        held = -change > spec.percent
-    else:
-        held = abs(change) > spec.percent
-    words = (
-        f"{change:+.1f}% from {_fmt(anchor)} at step {anchor_step} to {_fmt(value)} "
-        f"(more than {spec.percent:g}% {spec.direction} within {spec.window} steps)"
-    )
-    return held, words
+        return change > spec.percent
+    if spec.direction == "down":
+        return -change > spec.percent
+    return abs(change) > spec.percent
 
 
-def _titles(rule: Rule, subject: str, opens: bool, step: int, words: str) -> tuple[str, str]:
+def _words(spec: RuleSpec, value: float | None, change: tuple[float, int, float] | None) -> str:
+    """Why the condition holds or not, for the alert's text (only when one is stored)."""
+    if value is None:
+        return "NaN or infinite"
+    if spec.kind == "threshold":
+        assert spec.value is not None
+        return f"{_fmt(value)} ({spec.op} {_fmt(spec.value)})"
+    if spec.kind == "change" and change is not None:
+        percent, anchor_step, anchor = change
+        return (
+            f"{percent:+.1f}% from {_fmt(anchor)} at step {anchor_step} to {_fmt(value)} "
+            f"(more than {spec.percent:g}% {spec.direction} within {spec.window} steps)"
+        )
+    return f"{_fmt(value)}"
+
+
+def _transition(
+    rule: Rule, subject: str, opens: bool, step: int, value: float | None, change: Any
+) -> Transition:
     spec = rule.spec
+    words = _words(spec, value, change)
     if not opens:
-        return f"resolved: {spec.name} ({subject} at step {step})", f"{subject}: {words}"
+        title = f"resolved: {spec.name} ({subject} at step {step})"
+        return Transition(rule.id, subject, False, title[:200], f"{subject}: {words}", step)
     if spec.kind == "nan":
         title = f"{subject} is NaN or infinite at step {step}"
     elif spec.kind == "threshold":
         title = f"{subject} {spec.op} {_fmt(spec.value or 0.0)} at step {step}"
     else:
         title = f"{subject} changed sharply at step {step}"
-    return title, f"rule {spec.name!r}: {subject} {words}"
+    text = f"rule {spec.name!r}: {subject} {words}"
+    return Transition(rule.id, subject, True, title[:200], text, step)
 
 
 def judge_points(
@@ -131,15 +135,29 @@ def judge_points(
 ) -> list[Transition]:
     """Judge new points of one series (in the order they arrived); ``watch`` is updated.
     Only ``nan``, ``threshold`` and ``change`` rules open episodes here; a ``stall`` episode
-    resolves when its series receives a point."""
+    resolves when its series receives a point. Words are made only for what is stored:
+    this runs for every point a rule watches."""
+    spec = rule.spec
+    kind, limit, above = spec.kind, spec.value, spec.op == "above"
     found: list[Transition] = []
     for step, value in points:
-        held, words = _condition(rule, watch, step, value)
-        if held is None or held == watch.open:
+        change = None
+        if kind == "nan":
+            held = value is None
+        elif kind == "stall":
+            held = False
+        elif value is None:
             continue
-        watch.open = held
-        title, text = _titles(rule, subject, held, step, words)
-        found.append(Transition(rule.id, subject, held, title[:200], text, step))
+        elif kind == "threshold":
+            held = value > limit if above else value < limit  # type: ignore[operator]
+        else:
+            change = _change(spec, watch, step, value)
+            if change is None:
+                continue
+            held = _changed(spec, change[0])
+        if held != watch.open:
+            watch.open = held
+            found.append(_transition(rule, subject, held, step, value, change))
     return found
 
 

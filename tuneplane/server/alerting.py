@@ -100,6 +100,12 @@ class _PointsJob:
 
 
 @dataclass(frozen=True, slots=True)
+class _StoreJob:
+    run_id: int
+    transitions: list[Transition]
+
+
+@dataclass(frozen=True, slots=True)
 class _RoundsJob:
     project: str
     run_id: int
@@ -148,6 +154,7 @@ class AlertEngine:
         #: Set at shutdown: the engine's loops end at their next wait, never in the middle
         #: of a read on a worker thread (whose connection would outlive the database).
         self.stopping = asyncio.Event()
+        self._busy = False
 
     # --- called by the ingest routes, after their write committed ------------------------
 
@@ -189,6 +196,15 @@ class AlertEngine:
             index = self._indexes[project]
             if index is None or not index.point_rules or not self._wanted(index, run_id, names):
                 return  # no such project yet, or no rule watches these series
+            held = self._runs.get(run_id)
+            idle = not self._busy and self._queue.empty()
+            if idle and held is not None and time.monotonic() - held.loaded_at < WATCH_TTL_SECONDS:
+                # Everything is at hand and nothing of the run waits before this batch:
+                # judge it now (microseconds), and queue only what is to be stored.
+                transitions = self._judge(index, held, run_id, points)
+                if transitions:
+                    self._submit(_StoreJob(run_id, transitions))
+                return
         self._submit(_PointsJob(project, run_id, points))
 
     def _wanted(self, index: _Index, run_id: int, names: Iterable[str]) -> bool:
@@ -223,6 +239,7 @@ class AlertEngine:
                 job = await self._queue.get()
                 if job is _STOP:
                     break
+                self._busy = True
                 try:
                     await self._handle(job)
                 except Exception as exc:  # a rule or the store failed: ingest goes on
@@ -232,6 +249,7 @@ class AlertEngine:
                         "tuneplane: alert rules of run %d not judged: %s", job.run_id, exc
                     )
                 finally:
+                    self._busy = False
                     self._queue.task_done()
         finally:
             if not self.stopping.is_set():
@@ -243,6 +261,9 @@ class AlertEngine:
         await self._queue.join()
 
     async def _handle(self, job: Any) -> None:
+        if isinstance(job, _StoreJob):
+            await self.store(job.run_id, job.transitions)
+            return
         index = await self.index(job.project)
         if index is None:
             return
@@ -287,15 +308,19 @@ class AlertEngine:
 
     async def _judge_points(self, index: _Index, job: _PointsJob) -> list[Transition]:
         held = await self.watches(job.run_id)
+        return self._judge(index, held, job.run_id, job.points)
+
+    @staticmethod
+    def _judge(index: _Index, held: _RunWatches, run_id: int, points: PointsOf) -> list[Transition]:
         transitions: list[Transition] = []
-        for name, points in job.points().items():
+        for name, found in points().items():
             for rule in index.match(name):
-                if not rule.applies_to(job.run_id):
+                if rule.run_id is not None and rule.run_id != run_id:
                     continue
                 watch = held.watches.get((rule.id, name))
                 if watch is None:
                     watch = held.watches[rule.id, name] = Watch()
-                transitions += judge_points(rule, name, watch, points)
+                transitions += judge_points(rule, name, watch, found)
         return transitions
 
     async def _judge_rounds(self, index: _Index, job: _RoundsJob) -> list[Transition]:

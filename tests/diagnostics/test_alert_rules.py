@@ -1,0 +1,152 @@
+"""The alert rules' pure judgement (diagnostics/alert_rules.py) and their wire format
+(contract/alert_rules.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tuneplane.contract.alert_rules import DEFAULT_RULES, Baseline, RuleSpec, merge_rule, parse_rule
+from tuneplane.contract.errors import InvalidInput, MalformedRequest
+from tuneplane.diagnostics.alert_rules import (
+    Rule,
+    Watch,
+    judge_eval_drop,
+    judge_heartbeat,
+    judge_points,
+    judge_stall,
+    matches,
+)
+
+
+def rule(**body: Any) -> Rule:
+    return Rule(7, parse_rule(body))
+
+
+def opened(found: list[Any]) -> list[tuple[bool, int | None]]:
+    return [(t.opens, t.step) for t in found]
+
+
+def test_nan_opens_once_and_resolves_on_a_finite_point() -> None:
+    nan = rule(kind="nan", metric="*loss*")
+    watch = Watch()
+    found = judge_points(nan, "train/loss", watch, [(1, 0.5), (2, None), (3, None), (4, 0.4)])
+    assert opened(found) == [(True, 2), (False, 4)]
+    assert found[0].title == "train/loss is NaN or infinite at step 2"
+    assert found[1].title == "resolved: nan *loss* (train/loss at step 4)"
+    assert watch.open is False
+
+
+def test_threshold_skips_invalid_points_and_keeps_one_episode() -> None:
+    low = rule(kind="threshold", metric="reward", op="below", value=0.0)
+    watch = Watch()
+    assert opened(judge_points(low, "reward", watch, [(1, -1.0), (2, None), (3, -2.0)])) == [
+        (True, 1)
+    ]
+    # A later batch: still below, nothing; then above, resolved.
+    assert judge_points(low, "reward", watch, [(4, -3.0)]) == []
+    assert opened(judge_points(low, "reward", watch, [(5, 0.5)])) == [(False, 5)]
+    high = rule(kind="threshold", metric="reward", op="above", value=1.0)
+    assert opened(judge_points(high, "reward", Watch(), [(1, 1.0), (2, 1.5)])) == [(True, 2)]
+
+
+def test_change_compares_with_the_first_point_of_each_window() -> None:
+    up = rule(kind="change", metric="loss", percent=50, window=10, direction="up")
+    watch = Watch()
+    # Window from step 0 (1.0): +40% is not enough, +60% is.
+    assert opened(judge_points(up, "loss", watch, [(0, 1.0), (5, 1.4), (8, 1.6)])) == [(True, 8)]
+    # Step 10 ends the window (compared with 1.0: +70%, still open) and starts the next at 1.7.
+    assert judge_points(up, "loss", watch, [(10, 1.7)]) == []
+    assert (watch.anchor_step, watch.anchor_value) == (10, 1.7)
+    assert opened(judge_points(up, "loss", watch, [(12, 1.8)])) == [(False, 12)]
+    # A late step, and a fall, say nothing to an "up" rule.
+    assert judge_points(up, "loss", watch, [(3, 9.0), (13, 0.1)]) == []
+    down = rule(kind="change", metric="loss", percent=50, window=10, direction="down")
+    assert opened(judge_points(down, "loss", Watch(), [(0, 2.0), (1, 0.5)])) == [(True, 1)]
+    either = rule(kind="change", metric="loss", percent=50, window=10)
+    assert opened(judge_points(either, "loss", Watch(), [(0, 0.0), (1, 5.0)])) == []  # from 0
+
+
+def test_stall_and_heartbeat() -> None:
+    stall = rule(kind="stall", metric="loss", seconds=60)
+    watch = Watch()
+    assert judge_stall(stall, "loss", watch, last_arrival=100.0, now=150.0) is None
+    found = judge_stall(stall, "loss", watch, last_arrival=100.0, now=170.0)
+    assert found is not None
+    assert found.title == "loss: no point for 70 s"
+    assert judge_stall(stall, "loss", watch, last_arrival=100.0, now=999.0) is None  # open
+    assert opened(judge_points(stall, "loss", watch, [(9, 0.1)])) == [(False, 9)]
+    beat = rule(kind="heartbeat")
+    watch = Watch()
+    assert judge_heartbeat(beat, watch, health_at=100.0, ended=False, now=125.0) is None
+    stale = judge_heartbeat(beat, watch, health_at=100.0, ended=False, now=140.0)
+    assert stale is not None
+    assert stale.opens
+    ended = judge_heartbeat(beat, watch, health_at=100.0, ended=True, now=500.0)
+    assert ended is not None
+    assert (ended.opens, ended.text) == (False, "the run ended")
+
+
+def test_eval_drop_judges_only_what_matched_evidence_allows() -> None:
+    drop = rule(kind="eval_drop", points=5, baseline={"run": "r0", "round_id": "val"})
+    watch = Watch()
+    assert judge_eval_drop(drop, watch, "val-2", None) is None  # conditions do not hold
+    assert judge_eval_drop(drop, watch, "val-2", -0.04) is None  # 4 points down
+    found = judge_eval_drop(drop, watch, "val-3", -0.25)
+    assert found is not None
+    assert found.title == "round val-3: success rate 25.0 points below baseline r0/val"
+    assert judge_eval_drop(drop, watch, "val-4", -0.3) is None  # still open
+    resolved = judge_eval_drop(drop, watch, "val-5", 0.01)
+    assert resolved is not None
+    assert not resolved.opens
+
+
+def test_patterns_match_whole_names() -> None:
+    assert matches("*loss*", "train/loss")
+    assert matches("loss", "loss")
+    assert not matches("loss", "train/loss")
+    assert matches("eval/*", "eval/accuracy")
+    assert not matches("eval/*", "train/eval")
+
+
+def test_rules_parse_with_their_defaults_and_round_trip() -> None:
+    spec = parse_rule({"kind": "heartbeat"})
+    assert (spec.name, spec.level, spec.seconds, spec.enabled) == ("heartbeat", "error", 30.0, True)
+    drop = parse_rule({"kind": "eval_drop", "points": 5, "baseline": {"run": "a", "round_id": "v"}})
+    assert drop.baseline == Baseline("a", "v", None)
+    assert parse_rule(drop.to_json()) == drop
+    for default in DEFAULT_RULES:
+        assert parse_rule(default.to_json()) == default
+    changed = merge_rule(drop.to_json(), {"points": 10, "enabled": False})
+    assert (changed.points, changed.enabled) == (10.0, False)
+
+
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        ({"kind": "threshold", "metric": "r", "op": "over", "value": True}, ["op", "value"]),
+        ({"kind": "nan", "metric": "loss", "window": 3, "colour": "red"}, ["colour", "window"]),
+        ({"kind": "change", "metric": "loss", "percent": float("inf"), "window": 1.5},
+         ["percent", "window"]),
+        ({"kind": "heartbeat", "seconds": 10**9}, ["seconds"]),
+        ({"kind": "nan", "metric": "x" * 129, "name": ""}, ["name", "metric"]),
+        ({"kind": "eval_drop", "points": 101, "baseline": {"run": "a", "attempt": 0}},
+         ["baseline.round_id", "baseline.attempt", "points"]),
+        ({"kind": "stall", "metric": "loss", "seconds": 5, "enabled": "yes", "run": "a b"},
+         ["enabled", "run"]),
+    ],
+)  # fmt: skip
+def test_every_broken_field_is_named(body: dict[str, Any], fields: list[str]) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse_rule(body)
+    assert sorted(v.field for v in caught.value.violations) == sorted(fields)
+    assert all("rule)" in v.rule for v in caught.value.violations)
+
+
+def test_a_rule_body_must_be_an_object_with_a_kind() -> None:
+    with pytest.raises(MalformedRequest):
+        parse_rule([])
+    with pytest.raises(InvalidInput, match="kind: must be nan, threshold"):
+        parse_rule({"metric": "loss"})
+    assert isinstance(parse_rule({"kind": "nan", "metric": "l"}), RuleSpec)
