@@ -15,7 +15,7 @@ that clears resolves it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -159,6 +159,33 @@ def judge_points(
             watch.open = held
             found.append(_transition(rule, subject, held, step, value, change))
     return found
+
+
+def _quiet(rule: Rule, watch: Watch, values: Sequence[float | None]) -> bool:
+    """Whether no point of ``values`` can change a ``nan`` or ``threshold`` watch: checked
+    at C speed, so a watched series costs little while nothing happens."""
+    kind = rule.spec.kind
+    if kind == "nan":
+        if watch.open:
+            return all(value is None for value in values)
+        return None not in values
+    if kind != "threshold" or None in values:
+        return False
+    limit = rule.spec.value
+    assert limit is not None
+    numbers: Sequence[float] = values  # type: ignore[assignment]
+    if rule.spec.op == "above":
+        return max(numbers) <= limit if not watch.open else min(numbers) > limit
+    return min(numbers) >= limit if not watch.open else max(numbers) < limit
+
+
+def judge_series(
+    rule: Rule, subject: str, watch: Watch, steps: Sequence[int], values: Sequence[float | None]
+) -> list[Transition]:
+    """:func:`judge_points` over a series' new points given as steps and values."""
+    if not steps or _quiet(rule, watch, values):
+        return []
+    return judge_points(rule, subject, watch, zip(steps, values, strict=True))
 
 
 def judge_stall(

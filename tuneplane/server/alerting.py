@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import operator
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,12 +34,11 @@ from tuneplane.contract.arena import ArenaBatch
 from tuneplane.contract.observations import Observation
 from tuneplane.contract.protocol import ScalarBatch
 from tuneplane.diagnostics.alert_rules import (
-    Point,
     Rule,
     Transition,
     Watch,
     judge_eval_drop,
-    judge_points,
+    judge_series,
     matches,
 )
 from tuneplane.server.alert_rounds import round_difference
@@ -88,8 +88,11 @@ class _RunWatches:
     watches: dict[tuple[int, str], Watch] = field(default_factory=dict)
 
 
-#: A queued batch: the project, the run, and a function giving its points per series.
-PointsOf = Callable[[], dict[str, list[Point]]]
+#: A batch's new points per series, as (steps, values) in step order (None: NaN or ±inf).
+Series = dict[str, tuple[list[int], list[float | None]]]
+#: What gives them (of the series ``watched`` says yes to): called only when some rule
+#: watches the batch.
+PointsOf = Callable[[Callable[[str], bool]], Series]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,26 +117,65 @@ class _RoundsJob:
 
 
 def _arena_points(batch: ArenaBatch) -> PointsOf:
-    def points() -> dict[str, list[Point]]:
-        found: dict[str, list[Point]] = {}
+    def points(watched: Callable[[str], bool]) -> Series:
+        logs = batch.logs
+        names = logs[0].metrics.keys()
+        if all(log.metrics.keys() == names for log in logs):
+            # The usual batch: every event has the same metrics. Only watched series are
+            # gathered, each at C speed.
+            steps = [log.step for log in logs]
+            dicts = [log.metrics for log in logs]
+            if not _ordered(steps):
+                return {
+                    name: _in_step_order(steps, [metrics[name] for metrics in dicts])
+                    for name in names
+                    if watched(name)
+                }
+            return {
+                name: (steps, [metrics[name] for metrics in dicts])
+                for name in names
+                if watched(name)
+            }
+        found: Series = {}
         for log in batch.logs:
+            step = log.step
             for name, value in log.metrics.items():
-                found.setdefault(name, []).append((log.step, value))
-        return found
+                held = found.get(name)
+                if held is None:
+                    found[name] = ([step], [value])
+                else:
+                    held[0].append(step)
+                    held[1].append(value)
+        return {name: _in_step_order(*held) for name, held in found.items()}
 
     return points
 
 
+def _ordered(steps: list[int]) -> bool:
+    return len(steps) < 2 or all(map(operator.le, steps, steps[1:]))
+
+
+def _in_step_order(
+    steps: list[int], values: list[float | None]
+) -> tuple[list[int], list[float | None]]:
+    if _ordered(steps):
+        return steps, values
+    ordered = sorted(zip(steps, values, strict=True), key=lambda point: point[0])
+    return [step for step, _ in ordered], [value for _, value in ordered]
+
+
 def _scalar_points(batch: ScalarBatch) -> PointsOf:
-    def points() -> dict[str, list[Point]]:
-        found: dict[str, list[Point]] = {}
+    def points(watched: Callable[[str], bool]) -> Series:
+        found: Series = {}
         for entry in batch.series:
-            found.setdefault(entry.name, []).extend(zip(entry.steps, entry.values, strict=True))
+            held = found.setdefault(entry.name, ([], []))
+            held[0].extend(entry.steps)
+            held[1].extend(entry.values)
         for invalid in batch.invalid:
-            found.setdefault(invalid.name, []).extend((step, None) for step in invalid.steps)
-        for got in found.values():
-            got.sort(key=lambda point: point[0])
-        return found
+            held = found.setdefault(invalid.name, ([], []))
+            held[0].extend(invalid.steps)
+            held[1].extend([None] * len(invalid.steps))
+        return {name: _in_step_order(*held) for name, held in found.items()}
 
     return points
 
@@ -143,7 +185,8 @@ class AlertEngine:
         self._database = database
         self._notify = notify
         self._indexes: dict[str, _Index | None] = {}
-        self._versions: dict[int, int] = {}
+        #: Times each project's rules were forgotten (a load that overlapped one is dropped).
+        self._forgotten: dict[str, int] = {}
         self._runs: dict[int, _RunWatches] = {}
         self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=QUEUE_MAX)
         #: Set whenever webhook deliveries were queued: the sender wakes.
@@ -277,11 +320,12 @@ class AlertEngine:
     async def index(self, project: str) -> _Index | None:
         index = self._indexes.get(project)
         if index is None:
+            forgotten = self._forgotten.get(project, 0)
             loaded = await run_in_threadpool(self._load, project)
             index = None if loaded is None else _Index.of(loaded)
-            self._indexes[project] = index
-            if loaded is not None:
-                self._versions[loaded.project_id] = loaded.version
+            # Rules changed here while they were read: what was read is not kept.
+            if self._forgotten.get(project, 0) == forgotten:
+                self._indexes[project] = index
         return index
 
     def _load(self, project: str) -> alert_rules.ProjectRules | None:
@@ -313,14 +357,14 @@ class AlertEngine:
     @staticmethod
     def _judge(index: _Index, held: _RunWatches, run_id: int, points: PointsOf) -> list[Transition]:
         transitions: list[Transition] = []
-        for name, found in points().items():
+        for name, (steps, values) in points(lambda name: bool(index.match(name))).items():
             for rule in index.match(name):
                 if rule.run_id is not None and rule.run_id != run_id:
                     continue
                 watch = held.watches.get((rule.id, name))
                 if watch is None:
                     watch = held.watches[rule.id, name] = Watch()
-                transitions += judge_points(rule, name, watch, found)
+                transitions += judge_series(rule, name, watch, steps, values)
         return transitions
 
     async def _judge_rounds(self, index: _Index, job: _RoundsJob) -> list[Transition]:
@@ -377,6 +421,7 @@ class AlertEngine:
     def forget(self, project: str) -> None:
         """Drop a project's rules (changed here): the next batch loads them again."""
         self._indexes.pop(project, None)
+        self._forgotten[project] = self._forgotten.get(project, 0) + 1
 
     async def stop(self, tasks: list[asyncio.Task[None]]) -> None:
         """End the engine's loops (``tasks``: those started beside it), waiting for the
@@ -418,7 +463,7 @@ def _names_of_arena(batch: ArenaBatch) -> Iterable[str]:
     logs = batch.logs
     if len(logs) == 1:
         return logs[0].metrics.keys()
-    return {name for log in logs for name in log.metrics}
+    return set().union(*(log.metrics for log in logs))
 
 
 def _has_kind(index: _Index, kind: str) -> bool:
