@@ -72,20 +72,38 @@ class Proxy:
         return [line.split('"')[1] for line in self.access_log.read_text().splitlines()]
 
 
-def nginx_config(root: Path, port: int, upstream: str, prefix: str, *, strip: bool) -> str:
+#: A proxy that holds event streams back whatever the server asks (X-Accel-Buffering):
+#: it buffers them and compresses them, so small events wait for more.
+BUFFERING = """
+            proxy_buffering on;
+            proxy_ignore_headers X-Accel-Buffering;
+            gzip on;
+            gzip_types text/event-stream;
+            gzip_min_length 1;
+"""
+
+
+def nginx_config(
+    root: Path, port: int, upstream: str, prefix: str, *, strip: bool, buffering: bool = False
+) -> str:
     location = LOCATION.format(prefix=prefix, upstream=upstream, slash="/" if strip else "")
+    if buffering:
+        location = location.replace("            proxy_buffering off;\n", BUFFERING)
     return CONFIG.format(root=root, port=port, locations=location)
 
 
 @contextmanager
-def running_nginx(upstream: str, prefix: str, root: Path, *, strip: bool = True) -> Iterator[Proxy]:
-    """nginx on a free loopback port, proxying ``prefix/`` to ``upstream`` (host:port)."""
+def running_nginx(
+    upstream: str, prefix: str, root: Path, *, strip: bool = True, buffering: bool = False
+) -> Iterator[Proxy]:
+    """nginx on a free loopback port, proxying ``prefix/`` to ``upstream`` (host:port);
+    ``buffering``: holding responses back as a misconfigured proxy does."""
     if not Path(NGINX).exists():
         pytest.fail(f"{NGINX} is missing: apt-get install nginx (scripts/test does it)")
     root.mkdir(parents=True, exist_ok=True)
     port = free_port()
     config = root / "nginx.conf"
-    config.write_text(nginx_config(root, port, upstream, prefix, strip=strip))
+    config.write_text(nginx_config(root, port, upstream, prefix, strip=strip, buffering=buffering))
     shutil.copy("/etc/nginx/mime.types", root / "mime.types")
     process = subprocess.Popen(
         [NGINX, "-c", str(config), "-p", str(root), "-e", str(root / "error.log")],

@@ -186,6 +186,30 @@ def _add_account_commands(commands: Any) -> None:
         sub.set_defaults(handler=_project)
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    import os
+
+    from tuneplane import doctor
+    from tuneplane.client.runner import api_key
+
+    environ = os.environ
+    url = (
+        args.server
+        or environ.get("TUNEPLANE_INGEST_URL")
+        or environ.get("TUNEPLANE_URL")
+        or "http://127.0.0.1:8000"
+    ).rstrip("/")
+    settings = None
+    if not args.workers_only:
+        try:
+            from tuneplane.server.settings import Settings
+        except ModuleNotFoundError:
+            print("SKIP  the database and blob store: the server's packages are not installed")
+        else:
+            settings = Settings.from_env(data_dir=args.data_dir, database_url=args.database_url)
+    return doctor.run_checks(url, api_key(args.data_dir, environ), environ, settings)
+
+
 def _db_upgrade(args: argparse.Namespace) -> int:
     from tuneplane.server.settings import Settings
     from tuneplane.store.database import Database
@@ -761,6 +785,26 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade = db_commands.add_parser("upgrade", help="apply pending migrations")
     _add_database_options(upgrade)
     upgrade.set_defaults(handler=_db_upgrade)
+    doctor = commands.add_parser(
+        "doctor",
+        help="check what workers and the dashboard need: ingest URL, live streams, storage",
+        description="Check that the ingest URL workers will use answers and is no loopback "
+        "address inside a cluster, that live streams are not buffered by a proxy, and that "
+        "the database and the blob store take writes; print what to fix. Exit 1 when a check "
+        "fails.",
+    )
+    doctor.add_argument(
+        "--server",
+        help="the URL workers use (default: $TUNEPLANE_INGEST_URL, $TUNEPLANE_URL or "
+        "http://127.0.0.1:8000)",
+    )
+    _add_database_options(doctor)
+    doctor.add_argument(
+        "--workers-only",
+        action="store_true",
+        help="check the URL and streams only (on a worker, without the server's storage)",
+    )
+    doctor.set_defaults(handler=_doctor)
     _add_account_commands(commands)
     add_run_write_commands(add_read_commands(commands))
     _add_import_commands(commands)
