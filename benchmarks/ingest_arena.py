@@ -57,7 +57,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -89,6 +89,9 @@ class Scenario:
     requests: int
     events_per_request: int
     metrics_per_event: int
+    project: str = PROJECT
+    #: Told apart in the results, and in run names (each round its own runs).
+    label: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +111,9 @@ class Workload:
         return sum(self.points_per_run.values())
 
 
-def _small_event(run: str, step: int, rng: random.Random) -> dict[str, Any]:
+def _small_event(project: str, run: str, step: int, rng: random.Random) -> dict[str, Any]:
     return {
-        "project": PROJECT,
+        "project": project,
         "run": run,
         "step": step,
         "log_id": f"e{step}",
@@ -123,10 +126,10 @@ def _small_event(run: str, step: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
-def _full_event(run: str, step: int, rng: random.Random) -> dict[str, Any]:
+def _full_event(project: str, run: str, step: int, rng: random.Random) -> dict[str, Any]:
     # Four decimals keep a value at six characters, so 128 x 128 points fit in 256 KiB.
     return {
-        "project": PROJECT,
+        "project": project,
         "run": run,
         "step": step,
         "log_id": f"e{step}",
@@ -137,7 +140,8 @@ def _full_event(run: str, step: int, rng: random.Random) -> dict[str, Any]:
 def build_workload(scenario: Scenario, workers: int, host: str, secret: str) -> Workload:
     rng = random.Random(f"{scenario.name}-{scenario.requests}-{workers}")
     workers = min(workers, scenario.requests)
-    runs = [f"{scenario.name}-w{w:02d}" for w in range(workers)]
+    tag = scenario.label.replace(" ", "-").replace("#", "")
+    runs = [f"{scenario.name}{tag}-w{w:02d}" for w in range(workers)]
     head = (
         f"POST /ingest HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {secret}\r\n"
         "Content-Type: application/json\r\nContent-Length: "
@@ -150,9 +154,12 @@ def build_workload(scenario: Scenario, workers: int, host: str, secret: str) -> 
         worker = index % workers
         run = runs[worker]
         if scenario.name == "small":
-            logs = [_small_event(run, steps[worker], rng)]
+            logs = [_small_event(scenario.project, run, steps[worker], rng)]
         else:
-            logs = [_full_event(run, steps[worker] + e, rng) for e in range(FULL_EVENTS)]
+            logs = [
+                _full_event(scenario.project, run, steps[worker] + e, rng)
+                for e in range(FULL_EVENTS)
+            ]
         steps[worker] += len(logs)
         body = orjson.dumps({"logs": logs})
         if len(body) > ARENA_BODY_MAX_BYTES:
@@ -316,6 +323,7 @@ class Server:
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self.secret = secret
+        self.data_dir = Path(store_args[store_args.index("--data-dir") + 1])
         env = {**os.environ, "TUNEPLANE_INGEST_SECRET": secret}
         env.pop("TUNEPLANE_DATABASE_URL", None)
         env.pop("TUNEPLANE_DIR", None)
@@ -403,16 +411,17 @@ def verify(server: Server, workload: Workload, accepted: int) -> list[str]:
     problems: list[str] = []
     if accepted != workload.points:
         problems.append(f"responses accepted {accepted} points of {workload.points} sent")
+    project = workload.scenario.project
     stored = {
         run["run"]: run["point_count"]
-        for run in server.get_json(f"/api/v1/projects/{PROJECT}/runs")
+        for run in server.get_json(f"/api/v1/projects/{project}/runs")
     }
     for run, sent in workload.points_per_run.items():
         if stored.get(run) != sent:
             problems.append(f"run {run}: point_count {stored.get(run)}, sent {sent}")
     for run in sorted({workload.runs[0], workload.runs[-1]}):
         sent = workload.points_per_run[run]
-        path = f"/api/v1/projects/{PROJECT}/runs/{run}"
+        path = f"/api/v1/projects/{project}/runs/{run}"
         summary_total = sum(m["count"] for m in server.get_json(f"{path}/metrics"))
         if summary_total != sent:
             problems.append(f"run {run}: metric summaries count {summary_total}, sent {sent}")
@@ -445,6 +454,7 @@ class Row:
     p50_ms: float
     p99_ms: float
     server_cpu_percent: float
+    server_cpu_ms_per_request: float
     client_cpu_percent: float
     verified: bool
     problems: list[str]
@@ -478,7 +488,7 @@ def run_scenario(engine: str, server: Server, scenario: Scenario, workers: int) 
     latencies = sorted(result.latencies)
     row = Row(
         engine=engine,
-        scenario=scenario.name,
+        scenario=scenario.name + scenario.label,
         workers=workers,
         requests=scenario.requests,
         events_per_request=scenario.events_per_request,
@@ -492,6 +502,7 @@ def run_scenario(engine: str, server: Server, scenario: Scenario, workers: int) 
         p50_ms=percentile(latencies, 0.50) * 1000,
         p99_ms=percentile(latencies, 0.99) * 1000,
         server_cpu_percent=100 * server_cpu / elapsed,
+        server_cpu_ms_per_request=1000 * server_cpu / scenario.requests,
         client_cpu_percent=100 * client_cpu / elapsed,
         verified=not problems,
         problems=problems,
@@ -562,6 +573,98 @@ def postgres_version(admin_url: str) -> str:
     return str(row[0]) if row else "unknown"
 
 
+# --------------------------------------------------------------------------- alert rules
+
+RULES_PROJECT: Final = "bench-rules"
+
+
+def rule_bodies(count: int) -> list[dict[str, Any]]:
+    """``count`` alert rules of every kind, on the small batches' series and on others, none
+    of which fires on this load (cycled when more are asked for)."""
+    kinds: list[dict[str, Any]] = [
+        {"kind": "nan", "metric": "*loss*"},
+        {"kind": "heartbeat", "seconds": 30},
+        {"kind": "threshold", "metric": "reward", "op": "above", "value": 1e9},
+        {"kind": "threshold", "metric": "loss", "op": "below", "value": -1e9},
+        {"kind": "change", "metric": "loss", "percent": 1e6, "window": 100},
+        {"kind": "change", "metric": "reward", "percent": 1e6, "window": 50},
+        {"kind": "stall", "metric": "train/kl", "seconds": 3600},
+        {"kind": "threshold", "metric": "train/kl", "op": "above", "value": 1e9},
+        {"kind": "nan", "metric": "reward"},
+        {"kind": "nan", "metric": "arena/*"},
+        {"kind": "threshold", "metric": "arena/step_seconds", "op": "above", "value": 1e9},
+        {"kind": "eval_drop", "points": 5, "baseline": {"run": "seed", "round_id": "val"}},
+        {"kind": "threshold", "metric": "grad_norm", "op": "above", "value": 100},
+        {"kind": "nan", "metric": "val/*"},
+        {"kind": "change", "metric": "eval/accuracy", "percent": 20, "window": 10},
+        {"kind": "stall", "metric": "throughput", "seconds": 600},
+        {"kind": "threshold", "metric": "lr", "op": "below", "value": 0},
+        {"kind": "nan", "metric": "m0*"},
+        {"kind": "threshold", "metric": "m1*", "op": "above", "value": 1e9},
+        {"kind": "change", "metric": "m12*", "percent": 1e6, "window": 1000},
+    ]
+    return [{**kinds[i % len(kinds)], "name": f"rule {i}"} for i in range(count)]
+
+
+def http_json(server: Server, method: str, path: str, body: Any = None) -> Any:
+    key = (server.data_dir / "admin.key").read_text().strip()
+    request = urllib.request.Request(  # noqa: S310 - the local server
+        server.base + path,
+        data=None if body is None else orjson.dumps(body),
+        method=method,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
+        return orjson.loads(response.read())
+
+
+def set_up_rules(server: Server, count: int) -> None:
+    """Project ``bench`` without rules (its defaults deleted) and ``bench-rules`` with
+    ``count``; each made by one batch of a run ``seed``."""
+    for project, wanted in ((PROJECT, 0), (RULES_PROJECT, count)):
+        log = {"project": project, "run": "seed", "step": 0, "log_id": "e0", "metrics": {"x": 1}}
+        request = urllib.request.Request(  # noqa: S310 - the local server
+            server.base + "/ingest",
+            data=orjson.dumps({"logs": [log]}),
+            headers={"Authorization": f"Bearer {server.secret}"},
+        )
+        urllib.request.urlopen(request, timeout=60).close()  # noqa: S310
+        rules = f"/api/v1/projects/{project}/alert-rules"
+        for found in http_json(server, "GET", rules)["rules"]:
+            http_json(server, "DELETE", f"{rules}/{found['id']}")
+        for body in rule_bodies(wanted):
+            http_json(server, "POST", rules, body)
+        print(f"  {project}: {len(http_json(server, 'GET', rules)['rules'])} alert rules")
+
+
+def compare_rules(
+    engine: str, server: Server, scenarios: list[Scenario], args: argparse.Namespace
+) -> list[Row]:
+    """Alternate rounds without and with rules (the order reversed every other round), on
+    one server; print the server's CPU per request of each and the difference."""
+    set_up_rules(server, args.rules)
+    rows: list[Row] = []
+    for scenario in scenarios:
+        cpu: dict[int, list[float]] = {0: [], args.rules: []}
+        for round_no in range(args.rounds):
+            order = (0, args.rules) if round_no % 2 == 0 else (args.rules, 0)
+            for count in order:
+                project = RULES_PROJECT if count else PROJECT
+                label = f" {count} rules #{round_no + 1}"
+                chosen = replace(scenario, project=project, label=label)
+                row = run_scenario(engine, server, chosen, args.workers)
+                rows.append(row)
+                cpu[count].append(row.server_cpu_ms_per_request)
+        without, with_rules = (sum(cpu[k]) / len(cpu[k]) for k in (0, args.rules))
+        change = 100 * (with_rules / without - 1)
+        print(
+            f"  {engine} {scenario.name}: server CPU per request {without:.3f} ms without "
+            f"rules, {with_rules:.3f} ms with {args.rules}: {change:+.1f}%",
+            flush=True,
+        )
+    return rows
+
+
 def markdown_table(rows: list[Row]) -> str:
     lines = [
         "| engine | scenario | requests | errors | elapsed s | requests/s | points/s "
@@ -594,6 +697,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=DEFAULT_PG_URL,
         help="admin URL used to create and drop the scratch database (default: %(default)s)",
     )
+    parser.add_argument(
+        "--rules",
+        type=int,
+        default=0,
+        metavar="N",
+        help="alert rules: alternate rounds between a project without rules and one with N "
+        "(20 in the target), then compare the server's CPU per request",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="with --rules: rounds of each (default 3)"
+    )
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write results as JSON")
     parser.add_argument(
         "--server-logs", type=Path, metavar="DIR", help="keep each server's full log in DIR"
@@ -624,13 +738,18 @@ def main(argv: list[str] | None = None) -> int:
         for engine in engines:
             store = sqlite_store(workdir) if engine == "sqlite" else postgres_store(args.pg_url)
             with store as store_args:
+                if "--data-dir" not in store_args:  # the admin key, for the rules' API
+                    store_args = [*store_args, "--data-dir", str(workdir / f"{engine}-data")]
                 secret = secrets.token_urlsafe(24)
                 print(f"{engine}: starting tuneplane serve {' '.join(store_args)}", flush=True)
                 server = Server(store_args, workdir / f"{engine}.log", secret)
                 print(f"  server pid {server.process.pid} on port {server.port}", flush=True)
                 try:
-                    for scenario in scenarios:
-                        rows.append(run_scenario(engine, server, scenario, args.workers))
+                    if args.rules:
+                        rows += compare_rules(engine, server, scenarios, args)
+                    else:
+                        for scenario in scenarios:
+                            rows.append(run_scenario(engine, server, scenario, args.workers))
                 finally:
                     server.stop()
                     server_logs[engine] = server.log_text()

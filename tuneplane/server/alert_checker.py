@@ -82,7 +82,7 @@ def judge_timed(database: Database, now: float) -> dict[int, list[Transition]]:
             if rule.spec.kind == "stall":
                 since = max(timed.created_at, now - HORIZON_SECONDS)
                 arrivals = alert_episodes.series_arrivals(
-                    connection, timed.project_id, rule.run_id, since
+                    connection, timed.project_id, rule.run_id, since, rule.spec.metric
                 )
                 judged = _stalls(timed, arrivals, opened, now)
             else:

@@ -173,11 +173,25 @@ def apply_transitions(
     return fired
 
 
+def like_of(pattern: str) -> str | None:
+    """A metric glob as an SQL LIKE pattern (escaped with ``\\``), or None when it has a
+    ``[…]`` class, which LIKE cannot say."""
+    if "[" in pattern:
+        return None
+    escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped.replace("*", "%").replace("?", "_")
+
+
 def series_arrivals(
-    connection: Connection, project_id: int, run_id: int | None, since: float
+    connection: Connection,
+    project_id: int,
+    run_id: int | None,
+    since: float,
+    pattern: str | None = None,
 ) -> list[tuple[int, str, float]]:
     """(run, series, when its newest block was last written) for the project's runs (or the
-    one run) written to since ``since`` and not ended."""
+    one run) written to since ``since`` and not ended; only series whose names may match
+    the glob ``pattern`` when it is given (the caller still matches them)."""
     newest = (
         select(point_blocks.c.last_time)
         .where(point_blocks.c.metric_id == metrics.c.id)
@@ -196,6 +210,9 @@ def series_arrivals(
     )
     if run_id is not None:
         query = query.where(runs.c.id == run_id)
+    like = None if pattern is None else like_of(pattern)
+    if like is not None:
+        query = query.where(metrics.c.name.like(like, escape="\\"))
     return [(int(r), name, at) for r, name, at in connection.execute(query) if at is not None]
 
 
