@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final
 
 from fastapi import Depends, FastAPI
@@ -125,6 +125,72 @@ def _start_alerting(state: AppState) -> list[asyncio.Task[None]]:
     ]
 
 
+def _lifespan(
+    settings: Settings, opened: Database
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's background work (sweeps, purges, lost attempts, a Trackio import, alert
+    checks) for its life; the database closes after it."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state = app.state.tuneplane
+        tasks: list[asyncio.Task[Any]] = [
+            asyncio.create_task(sweeper.sweep_forever(state, settings.sweep_interval)),
+            asyncio.create_task(purger.purge_forever(state, settings.sweep_interval)),
+            asyncio.create_task(diagnoses.watch_lost_attempts(state)),
+        ]
+        if settings.trackio_import:  # Trackio databases in the data directory
+            tasks.append(asyncio.create_task(trackio_import.import_on_start(state)))
+        alerting = _start_alerting(state)
+        try:
+            yield
+        finally:
+            await state.alerts.stop(alerting)
+            for task in tasks:
+                task.cancel()
+            opened.close()
+
+    return lifespan
+
+
+def _include_routers(app: FastAPI) -> None:
+    # Every route runs the guard: its rule in access.RULES decides who may call it.
+    for router in (
+        reads.router,
+        logs.router,
+        streams.router,
+        evaluation.router,
+        diagnoses.router,
+        alert_rules.router,
+        runs.router,
+        run_admin.router,
+        sdk_ingest.router,
+        trajectories.router,
+        signin.router,
+        keys.router,
+        project_access.router,
+        oidc.router,
+        trackio.router,
+        pages.router,
+    ):
+        app.include_router(router, dependencies=GUARDED)
+
+
+def _add_probes(app: FastAPI, opened: Database) -> None:
+    @app.get("/healthz", tags=["meta"], dependencies=GUARDED)
+    def healthz() -> Response:
+        """Readiness: 200 once the store answers a trivial query, else 503 naming the
+        store (a readinessProbe)."""
+        opened.ping()
+        return JSON({"status": "ok", "store": "ok", "version": __version__})
+
+    @app.get("/livez", tags=["meta"], dependencies=GUARDED)
+    async def livez() -> Response:
+        """Liveness: 200 while the process serves requests, whatever the store does (a
+        livenessProbe: restarting the server would not bring PostgreSQL back)."""
+        return JSON({"status": "ok", "version": __version__})
+
+
 def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     """Build the app. The database is opened (and migrated) now, so a locked or unreachable
     database fails here rather than on the first request; the app closes it on shutdown."""
@@ -132,34 +198,8 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         database = Database(settings.database_url)
         database.migrate()
     database.run_write(ensure_admin_key, settings.data_dir)
-    opened = database
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        sweeping = asyncio.create_task(
-            sweeper.sweep_forever(app.state.tuneplane, settings.sweep_interval)
-        )
-        purging = asyncio.create_task(
-            purger.purge_forever(app.state.tuneplane, settings.sweep_interval)
-        )
-        watching = asyncio.create_task(diagnoses.watch_lost_attempts(app.state.tuneplane))
-        # Trackio databases in the data directory: imported beside the requests.
-        importing = (
-            asyncio.create_task(trackio_import.import_on_start(app.state.tuneplane))
-            if settings.trackio_import
-            else None
-        )
-        alerting = _start_alerting(app.state.tuneplane)
-        try:
-            yield
-        finally:
-            await app.state.tuneplane.alerts.stop(alerting)
-            sweeping.cancel()
-            purging.cancel()
-            watching.cancel()
-            if importing is not None:
-                importing.cancel()
-            opened.close()
+    lifespan = _lifespan(settings, database)
 
     app = FastAPI(
         title="tuneplane",
@@ -189,26 +229,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     )
     _add_error_handlers(app)
     app.router.routes.append(ingest.route)
-    # Every route runs the guard: its rule in access.RULES decides who may call it.
-    for router in (
-        reads.router,
-        logs.router,
-        streams.router,
-        evaluation.router,
-        diagnoses.router,
-        alert_rules.router,
-        runs.router,
-        run_admin.router,
-        sdk_ingest.router,
-        trajectories.router,
-        signin.router,
-        keys.router,
-        project_access.router,
-        oidc.router,
-        trackio.router,
-        pages.router,
-    ):
-        app.include_router(router, dependencies=GUARDED)
+    _include_routers(app)
     app.mount("/static", pages.static_files(), name="static")
     app.add_middleware(IngestTokenGuard)
     app.add_middleware(BodyDeadline, timeout=settings.body_timeout)
@@ -218,17 +239,5 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         app.add_middleware(RootPath, prefix=settings.root_path)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
-    @app.get("/healthz", tags=["meta"], dependencies=GUARDED)
-    def healthz() -> Response:
-        """Readiness: 200 once the store answers a trivial query, else 503 naming the
-        store (a readinessProbe)."""
-        opened.ping()
-        return JSON({"status": "ok", "store": "ok", "version": __version__})
-
-    @app.get("/livez", tags=["meta"], dependencies=GUARDED)
-    async def livez() -> Response:
-        """Liveness: 200 while the process serves requests, whatever the store does (a
-        livenessProbe: restarting the server would not bring PostgreSQL back)."""
-        return JSON({"status": "ok", "version": __version__})
-
+    _add_probes(app, database)
     return app
