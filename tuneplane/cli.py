@@ -729,6 +729,29 @@ def _add_sync_command(commands: Any) -> None:
     sync.set_defaults(handler=_sync)
 
 
+def _add_doctor_command(commands: Any) -> None:
+    doctor = commands.add_parser(
+        "doctor",
+        help="check what workers and the dashboard need: ingest URL, live streams, storage",
+        description="Check that the ingest URL workers will use answers and is no loopback "
+        "address inside a cluster, that live streams are not buffered by a proxy, and that "
+        "the database and the blob store take writes; print what to fix. Exit 1 when a check "
+        "fails.",
+    )
+    doctor.add_argument(
+        "--server",
+        help="the URL workers use (default: $TUNEPLANE_INGEST_URL, $TUNEPLANE_URL or "
+        "http://127.0.0.1:8000)",
+    )
+    _add_database_options(doctor)
+    doctor.add_argument(
+        "--workers-only",
+        action="store_true",
+        help="check the URL and streams only (on a worker, without the server's storage)",
+    )
+    doctor.set_defaults(handler=_doctor)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tuneplane", description="Telemetry for fine-tuning and RL training runs."
@@ -785,26 +808,7 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade = db_commands.add_parser("upgrade", help="apply pending migrations")
     _add_database_options(upgrade)
     upgrade.set_defaults(handler=_db_upgrade)
-    doctor = commands.add_parser(
-        "doctor",
-        help="check what workers and the dashboard need: ingest URL, live streams, storage",
-        description="Check that the ingest URL workers will use answers and is no loopback "
-        "address inside a cluster, that live streams are not buffered by a proxy, and that "
-        "the database and the blob store take writes; print what to fix. Exit 1 when a check "
-        "fails.",
-    )
-    doctor.add_argument(
-        "--server",
-        help="the URL workers use (default: $TUNEPLANE_INGEST_URL, $TUNEPLANE_URL or "
-        "http://127.0.0.1:8000)",
-    )
-    _add_database_options(doctor)
-    doctor.add_argument(
-        "--workers-only",
-        action="store_true",
-        help="check the URL and streams only (on a worker, without the server's storage)",
-    )
-    doctor.set_defaults(handler=_doctor)
+    _add_doctor_command(commands)
     _add_account_commands(commands)
     add_run_write_commands(add_read_commands(commands))
     _add_import_commands(commands)
