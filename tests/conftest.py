@@ -20,6 +20,10 @@ from tuneplane.server.settings import Secret, Settings
 from tuneplane.store.database import Database
 from tuneplane.store.schema import metadata
 
+# The suite's runs carry no system/ series unless a test asks for them (tests/client/
+# test_system_metrics.py): a sample arriving mid-test would change what others count.
+os.environ.setdefault("TUNEPLANE_SYSTEM_METRICS_SECONDS", "0")
+
 PG_URL = os.environ.get("TUNEPLANE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 INGEST_SECRET = "test-ingest-secret"
 

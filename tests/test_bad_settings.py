@@ -374,6 +374,14 @@ RUN_CASES = [
         ("TUNEPLANE_SPOOL_MAX_MB", raw, f"TUNEPLANE_SPOOL_MAX_MB={raw!r}: {MEGABYTES}")
         for raw in ("0", "-1", "1e3", "1048577")
     ],
+    *[
+        (
+            "TUNEPLANE_SYSTEM_METRICS_SECONDS",
+            raw,
+            f"TUNEPLANE_SYSTEM_METRICS_SECONDS={raw!r}: {SECONDS}",
+        )
+        for raw in ("-1", "3601", "often")
+    ],
 ]
 
 
@@ -474,6 +482,11 @@ SDK_CASES = [
         f"TUNEPLANE_SPOOL_DIR='{A_FILE}': must be a directory, not a file",
     ),
     ("TUNEPLANE_SPOOL_MAX_MB", "a gig", f"TUNEPLANE_SPOOL_MAX_MB='a gig': {MEGABYTES}"),
+    (
+        "TUNEPLANE_SYSTEM_METRICS_SECONDS",
+        "nan",
+        f"TUNEPLANE_SYSTEM_METRICS_SECONDS='nan': {SECONDS}",
+    ),
 ]
 
 

@@ -181,6 +181,24 @@ class PointQueue(Ledger):
         self._wake.set()
         return True
 
+    def reached_step(self) -> int:
+        """The step the run has reached: that of the last point queued, or the one before
+        the first automatic step (-1 on a new run)."""
+        with self._lock:
+            return self._next_step - 1
+
+    def put_at(self, metrics: dict[object, object], step: int) -> bool:
+        """Queue points at ``step`` without moving the automatic step (system metrics)."""
+        with self._lock:
+            if self._pending + len(metrics) > self._limit:
+                self._dropped[CLOSED if self._closed else QUEUE_FULL] += len(metrics)
+                return False
+            self._pending += len(metrics)
+            self._waiting += len(metrics)
+            self._steps.append(step)
+            self._metrics.append(metrics)
+        return True
+
     def _unusual_step(self, step: object) -> object:
         """A numpy or torch integer as an ``int``. A step that is no valid integer is queued
         as it is and refused, counted, by the sender; the automatic counter carries on from

@@ -110,7 +110,10 @@ class Reporter:
     (``TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES``, ``TUNEPLANE_JOB_ROLLOUT_UPLOAD_SAMPLES``).
     ``spool`` turns on the durable spool (``TUNEPLANE_SPOOL_DIR``): every batch is
     journaled on disk before it is sent, and ``tuneplane sync`` delivers what the server
-    did not acknowledge (docs/sdk.md, "Durable spool").
+    did not acknowledge (docs/sdk.md, "Durable spool"). ``system_interval`` samples CPU,
+    memory and GPU into ``system/…`` series every that many seconds (``client/
+    system_metrics.py``; None or 0: not at all, the default here; :meth:`from_env`, and so
+    ``tuneplane run`` and ``init()``, use ``TUNEPLANE_SYSTEM_METRICS_SECONDS``, 10).
     """
 
     def __init__(
@@ -136,6 +139,7 @@ class Reporter:
         transport: httpx.BaseTransport | None = None,
         next_step: int = 0,
         spool: SpoolSettings | None = None,
+        system_interval: float | None = None,
     ) -> None:
         self.project, self.run = parse_run_id(run_id)
         if not 1 <= batch_points <= SCALAR_BATCH_MAX_POINTS:
@@ -166,6 +170,7 @@ class Reporter:
         self._exit_timeout = exit_timeout
         self._retry = retry or RetryPolicy()
         self._status_retry = status_retry
+        self._system_interval = system_interval
         # Opened by the sender thread on its first batch: init costs no disk access.
         self._journal = (
             None
@@ -201,6 +206,7 @@ class Reporter:
             "val_upload_samples": job.val_upload_samples,
             "rollout_upload_samples": job.rollout_upload_samples,
             "spool": job.spool,
+            "system_interval": job.system_interval,
             **options,
         }
         return cls(job.endpoint, job.run_id, job.token, **settings)  # type: ignore[arg-type]
@@ -284,6 +290,7 @@ class Reporter:
                 flush_interval=self._flush_interval,
                 heartbeat_interval=self._heartbeat_interval,
                 retry=self._retry,
+                system_interval=self._system_interval,
             )
             try:
                 sender.start()

@@ -27,6 +27,7 @@ from tuneplane.client.pipeline import Pipeline
 from tuneplane.client.poster import Poster
 from tuneplane.client.queue import EventQueue, Ledger, PointQueue, Taken
 from tuneplane.client.spool import Journal
+from tuneplane.client.system_metrics import SystemSeries
 from tuneplane.client.trajectory_queue import (
     RolloutBuffer,
     TrajectoryQueue,
@@ -87,6 +88,7 @@ class Sender(threading.Thread):
         flush_interval: float,
         heartbeat_interval: float,
         retry: RetryPolicy,
+        system_interval: float | None = None,
     ) -> None:
         super().__init__(name="tuneplane-sender", daemon=True)
         self._queue = queue
@@ -114,6 +116,7 @@ class Sender(threading.Thread):
         self._in_flight: Batch | None = None
         self._flush_interval = flush_interval
         self._heartbeat_interval = heartbeat_interval
+        self._system_interval = system_interval
         self._retry = retry
         self._deadline: float | None = None
         self._stopping = False
@@ -136,14 +139,19 @@ class Sender(threading.Thread):
             self._transport.warm()
         if self.poster is not None:
             self.poster.start()
+        system = SystemSeries.start(self._system_interval, self._queue)
         next_heartbeat = time.monotonic()
         while True:
             stopping = self._stopping
             if not stopping:
                 pause = min(self._flush_interval, next_heartbeat - time.monotonic())
+                if system is not None:
+                    pause = min(pause, system.due - time.monotonic())
                 self._wake.wait(max(0.0, pause))
                 self._wake.clear()
             try:
+                if system is not None and time.monotonic() >= system.due:
+                    system.sample()
                 taken = self._queue.take()
                 if taken[0]:
                     self._deliver(taken)

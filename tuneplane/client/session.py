@@ -50,6 +50,7 @@ from tuneplane.client.settings import (
     FLUSH_TIMEOUT,
     QUEUE_MAX_POINTS,
     ROLLOUT_UPLOAD_SAMPLES,
+    SYSTEM_METRICS,
     VAL_UPLOAD_SAMPLES,
     job_settings,
     spool_settings,
@@ -366,6 +367,8 @@ def _attach(
         val_upload_samples=job.val_upload_samples,
         rollout_upload_samples=job.rollout_upload_samples,
         spool=job.spool,
+        # One process samples the machine: the others would write the same series.
+        system_interval=job.system_interval if ranks.rank == 0 else None,
     )
     reporter.start()
     return Run(job_project, job_run, reporter, attempt=job.attempt, ranks=ranks, suffix=suffix)
@@ -390,6 +393,7 @@ def _start(
     val_samples = reader.get(VAL_UPLOAD_SAMPLES)
     rollout_samples = reader.read(ROLLOUT_UPLOAD_SAMPLES)
     spool = spool_settings(reader)
+    system_interval = reader.read(SYSTEM_METRICS)
     reader.done()
     try:
         api = setup_api(url.rstrip("/"), api_key(data_dir, os.environ))
@@ -411,6 +415,7 @@ def _start(
         val_upload_samples=val_samples,
         rollout_upload_samples=rollout_samples,
         spool=spool,
+        system_interval=system_interval,
     )
     reporter.start()  # the sender builds its HTTP client now, off the training thread
     try:

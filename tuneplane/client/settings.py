@@ -57,6 +57,17 @@ ROLLOUT_UPLOAD_SAMPLES: Final = Setting(
     "Training rollouts per step that keep their trajectory text, stratified by diagnostic "
     "category (0: none).",
 )
+#: Seconds between samples of CPU, memory and GPU into ``system/…`` series (0: off).
+SYSTEM_METRICS_VARIABLE: Final = "TUNEPLANE_SYSTEM_METRICS_SECONDS"
+SYSTEM_METRICS_DEFAULT: Final = 10.0
+SYSTEM_METRICS_MAX_SECONDS: Final = 3600.0
+SYSTEM_METRICS: Final = Setting(
+    SYSTEM_METRICS_VARIABLE,
+    number("seconds", SYSTEM_METRICS_MAX_SECONDS, zero=True),
+    SYSTEM_METRICS_DEFAULT,
+    "Seconds between samples of CPU, memory and GPU into system/… series (0: off).",
+    default_text=f"{SYSTEM_METRICS_DEFAULT:g}",
+)
 #: The durable spool (docs/sdk.md, "Durable spool"): unset, none.
 SPOOL_DIR_VARIABLE: Final = "TUNEPLANE_SPOOL_DIR"
 SPOOL_MAX_MB_VARIABLE: Final = "TUNEPLANE_SPOOL_MAX_MB"
@@ -91,6 +102,7 @@ SDK_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     ROLLOUT_UPLOAD_SAMPLES,
     SPOOL_DIR,
     SPOOL_MAX_MB,
+    SYSTEM_METRICS,
 )
 
 #: Every variable ``tuneplane run`` reads (the SDK's queue and upload caps for its command).
@@ -105,6 +117,7 @@ RUNNER_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     ROLLOUT_UPLOAD_SAMPLES,
     SPOOL_DIR,
     SPOOL_MAX_MB,
+    SYSTEM_METRICS,
 )
 #: What ``tuneplane run`` checks for its command, whose SDK would refuse a bad value only
 #: once training had started.
@@ -114,6 +127,7 @@ COMMAND_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     ROLLOUT_UPLOAD_SAMPLES,
     SPOOL_DIR,
     SPOOL_MAX_MB,
+    SYSTEM_METRICS,
 )
 
 
@@ -151,6 +165,7 @@ class JobSettings:
     val_upload_samples: int | None = None
     rollout_upload_samples: int = ROLLOUT_SAMPLES_PER_STEP
     spool: SpoolSettings | None = None
+    system_interval: float = SYSTEM_METRICS_DEFAULT
 
     def __repr__(self) -> str:  # the token never prints
         return f"JobSettings({self.run_id!r} at {self.endpoint!r}, attempt={self.attempt})"
@@ -175,6 +190,7 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
     val_samples = reader.get(VAL_UPLOAD_SAMPLES)
     rollout_samples = reader.read(ROLLOUT_UPLOAD_SAMPLES)
     spool = spool_settings(reader)
+    system_interval = reader.read(SYSTEM_METRICS)
     try:
         reader.done()
     except SettingError as exc:
@@ -193,4 +209,5 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
         val_samples,
         rollout_samples,
         spool,
+        system_interval,
     )

@@ -1,5 +1,8 @@
 // Which charts come first: grouped by name prefix ("train/…", "arena/…"), and within the
-// page reward, loss and step time before everything else — what users come for.
+// page reward, loss and step time before everything else — what users come for. The
+// machine's own series (system/…: CPU, memory, GPU) come after every training metric.
+
+const SYSTEM = "system";
 
 const FIRST = [
   /reward/i,
@@ -34,8 +37,10 @@ export function groupMetrics(names) {
     metrics: metrics.sort(byPriority),
   }));
   const best = (group) => priority(group.metrics[0]);
+  const last = (group) => (group.prefix === SYSTEM ? 1 : 0);
   return ordered.sort(
     (a, b) =>
+      last(a) - last(b) ||
       best(a) - best(b) ||
       (a.prefix === "" ? -1 : 0) - (b.prefix === "" ? -1 : 0) ||
       a.prefix.localeCompare(b.prefix),
