@@ -464,6 +464,11 @@ SDK_CASES = [
         )
         for raw in ("0", "-1", "abc")
     ],
+    (
+        "TUNEPLANE_JOB_NEXT_STEP",
+        "-1",
+        "TUNEPLANE_JOB_NEXT_STEP='-1': must be a whole number from 0 to 9223372036854775807",
+    ),
     ("TUNEPLANE_FLUSH_TIMEOUT", "nan", f"TUNEPLANE_FLUSH_TIMEOUT='nan': {SECONDS}"),
     ("TUNEPLANE_QUEUE_MAX_POINTS", "thirty", f"TUNEPLANE_QUEUE_MAX_POINTS='thirty': {POINTS}"),
     (

@@ -6,13 +6,14 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.client import training_job
-from tests.client.runs import Server, runner_command, runner_env, tuneplane_run
+from tests.client.runs import PROJECT, Server, runner_command, runner_env, tuneplane_run
 from tests.client.world import dead_url, proxy
 from tuneplane.client.runner import RunnerOptions, UsageError, child_environment, exit_code
 
@@ -139,6 +140,29 @@ def test_each_run_is_a_new_attempt_and_a_failure_is_reported(server: Server) -> 
     for attempt in (1, 2):
         seqs = [line["seq"] for line in lines if line["attempt"] == attempt]
         assert sorted(seqs) == list(range(len(seqs)))  # numbered from 0 in each attempt
+
+
+def test_a_resumed_run_s_automatic_steps_continue_after_its_last(server: Server) -> None:
+    code = textwrap.dedent(
+        """
+        import tuneplane
+        for _ in range(3):
+            tuneplane.report({"train/loss": 0.5})
+        """
+    )
+    for _ in range(2):
+        done = subprocess.run(
+            [
+                sys.executable, "-m", "tuneplane.cli", "run", "--server", server.base,
+                "--data-dir", str(server.data_dir), "--project", PROJECT, "--run", "continued",
+                "--", sys.executable, "-c", code,
+            ],
+            env=runner_env(), capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    page = server.get(f"/api/v1/projects/{PROJECT}/runs/continued/points/train/loss")
+    # The second attempt's steps follow the first's, rather than correcting them.
+    assert [p["step"] for p in page["points"]] == list(range(6))
 
 
 def test_a_refused_key_or_config_leaves_the_command_running(server: Server) -> None:

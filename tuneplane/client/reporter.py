@@ -207,6 +207,7 @@ class Reporter:
             "rollout_upload_samples": job.rollout_upload_samples,
             "spool": job.spool,
             "system_interval": job.system_interval,
+            "next_step": job.next_step,
             **options,
         }
         return cls(job.endpoint, job.run_id, job.token, **settings)  # type: ignore[arg-type]

@@ -59,6 +59,7 @@ _JOB_VARIABLES: Final = (
     environment.JOB_RUN_ID,
     environment.JOB_TOKEN,
     environment.JOB_ATTEMPT,
+    environment.JOB_NEXT_STEP,
 )
 
 
@@ -204,6 +205,8 @@ class Session:
     logs: LogShipper
     #: Where the command reports to: the server's TUNEPLANE_INGEST_URL when it has one.
     endpoint: str
+    #: The step of the command's first automatic report: after a resumed run's last.
+    next_step: int = 0
 
     def __repr__(self) -> str:
         return f"Session(attempt={self.attempt})"
@@ -213,8 +216,9 @@ def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None =
     """Create or resume the run and start an attempt; :class:`SetupFailed` says why not."""
     api = setup_api(options.server, options.api_key, transport)
     try:
-        create_run(api, options.project, options.run, options.config, options.meta)
+        created, _ = create_run(api, options.project, options.run, options.config, options.meta)
         started = start_attempt(api, options.project, options.run)
+        first_step = 0 if created else next_step(api, options.project, options.run)
     finally:
         api.close()
     reporter = Reporter(
@@ -225,7 +229,16 @@ def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None =
         transport=transport,
     )
     logs = LogShipper(Transport(options.server, started.token, transport=transport))
-    return Session(started.attempt, started.token, reporter, logs, started.endpoint)
+    return Session(started.attempt, started.token, reporter, logs, started.endpoint, first_step)
+
+
+def next_step(api: Transport, project: str, run: str) -> int:
+    """The step after the run's last one (0 without any): where a resumed run's automatic
+    steps continue. Read once the new attempt started, as an older attempt then writes no
+    more."""
+    found = api.get(f"/api/v1/projects/{project}/runs/{run}", retry=SETUP_RETRY)
+    last = found.body.get("last_step") if isinstance(found.body, dict) else None
+    return last + 1 if isinstance(last, int) else 0
 
 
 def setup_api(
@@ -315,6 +328,7 @@ def child_environment(
         env[environment.JOB_RUN_ID] = f"{options.project}/{options.run}"
         env[environment.JOB_TOKEN] = session.token
         env[environment.JOB_ATTEMPT] = str(session.attempt)
+        env[environment.JOB_NEXT_STEP] = str(session.next_step)
     return env
 
 

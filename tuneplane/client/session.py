@@ -43,6 +43,7 @@ from tuneplane.client.runner import (
     SetupFailed,
     api_key,
     create_run,
+    next_step,
     setup_api,
     start_attempt,
 )
@@ -369,6 +370,7 @@ def _attach(
         spool=job.spool,
         # One process samples the machine: the others would write the same series.
         system_interval=job.system_interval if ranks.rank == 0 else None,
+        next_step=job.next_step,
     )
     reporter.start()
     return Run(job_project, job_run, reporter, attempt=job.attempt, ranks=ranks, suffix=suffix)
@@ -465,13 +467,7 @@ def _set_up(
             f"run {project}/{name} keeps the config it was created with; attempt "
             f"{started.attempt}'s own config differs and is recorded on the attempt"
         )
-    next_step = 0
-    if not created:
-        # Read once the attempt started: an older attempt writes no more from then on.
-        found = api.get(path, retry=SETUP_RETRY)
-        last = found.body.get("last_step") if isinstance(found.body, dict) else None
-        next_step = last + 1 if isinstance(last, int) else 0
-    return started, not created, next_step
+    return started, not created, 0 if created else next_step(api, project, name)
 
 
 # -- module-level calls: the current run's ---------------------------------------------------

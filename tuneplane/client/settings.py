@@ -166,6 +166,7 @@ class JobSettings:
     rollout_upload_samples: int = ROLLOUT_SAMPLES_PER_STEP
     spool: SpoolSettings | None = None
     system_interval: float = SYSTEM_METRICS_DEFAULT
+    next_step: int = 0
 
     def __repr__(self) -> str:  # the token never prints
         return f"JobSettings({self.run_id!r} at {self.endpoint!r}, attempt={self.attempt})"
@@ -185,6 +186,7 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
     run_id = reader.get(environment.JOB_RUN_ID_SETTING)
     token = reader.get(environment.JOB_TOKEN_SETTING)
     attempt = reader.get(environment.JOB_ATTEMPT_SETTING)
+    next_step = reader.read(environment.JOB_NEXT_STEP_SETTING)
     exit_timeout = reader.read(FLUSH_TIMEOUT)
     capacity = reader.read(QUEUE_MAX_POINTS)
     val_samples = reader.get(VAL_UPLOAD_SAMPLES)
@@ -210,4 +212,5 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
         rollout_samples,
         spool,
         system_interval,
+        next_step,
     )

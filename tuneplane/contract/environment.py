@@ -2,7 +2,7 @@
 
 from typing import Any, Final
 
-from tuneplane.contract.limits import ATTEMPT_MAX
+from tuneplane.contract.limits import ATTEMPT_MAX, STEP_MAX
 from tuneplane.contract.settings import HTTP_URL, RUN_ID, Setting, credential, integer
 
 #: Set by ``tuneplane run`` for the training command: where and as what to report.
@@ -10,6 +10,7 @@ JOB_ENDPOINT: Final = "TUNEPLANE_JOB_ENDPOINT"
 JOB_RUN_ID: Final = "TUNEPLANE_JOB_RUN_ID"
 JOB_TOKEN: Final = "TUNEPLANE_JOB_TOKEN"  # noqa: S105 (a variable name)
 JOB_ATTEMPT: Final = "TUNEPLANE_JOB_ATTEMPT"
+JOB_NEXT_STEP: Final = "TUNEPLANE_JOB_NEXT_STEP"
 
 #: For the CLI on another machine than the server.
 URL: Final = "TUNEPLANE_URL"
@@ -35,6 +36,13 @@ JOB_TOKEN_SETTING: Final = Setting(
 JOB_ATTEMPT_SETTING: Final = Setting(
     JOB_ATTEMPT, integer(1, ATTEMPT_MAX), None, "The attempt number (set by the runner)."
 )
+JOB_NEXT_STEP_SETTING: Final = Setting(
+    JOB_NEXT_STEP,
+    integer(0, STEP_MAX),
+    0,
+    "The step of the first automatic report (set by the runner: a resumed run's continue "
+    "after its last step).",
+)
 URL_SETTING: Final = Setting(
     URL, HTTP_URL, DEFAULT_URL, "Server URL of the CLI and the runner (--server)."
 )
@@ -51,4 +59,5 @@ JOB_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     JOB_RUN_ID_SETTING,
     JOB_TOKEN_SETTING,
     JOB_ATTEMPT_SETTING,
+    JOB_NEXT_STEP_SETTING,
 )
