@@ -16,6 +16,7 @@ rollout (:func:`truncate_messages` cuts a long one, saying so)::
 __version__ = "0.1.0"
 
 # The version is defined first: the client reads it for its User-Agent.
+from tuneplane.client import default as _default
 from tuneplane.client.default import (
     declare_population,
     distribution,
@@ -36,6 +37,9 @@ from tuneplane.client.health import Health
 from tuneplane.client.reporter import Reporter
 from tuneplane.client.session import Run, alert, finish, init, log, trajectory
 from tuneplane.client.trajectories import truncate_messages
+
+# Under `tuneplane run`: the reporter's thread, started now, so no training call waits for it.
+_default.prepare()
 
 __all__ = [
     "DeliveryFailed",

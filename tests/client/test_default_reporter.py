@@ -85,7 +85,7 @@ def test_the_client_imports_only_the_contract() -> None:
                     assert name == "tuneplane" or name.startswith(allowed_ours), (path, name)
                 else:
                     top = name.split(".")[0]
-                    assert top in sys.stdlib_module_names or top in ("httpx", "orjson"), (
+                    assert top in sys.stdlib_module_names or top in ("httpx", "orjson", "psutil"), (
                         path,
                         name,
                     )
@@ -171,6 +171,7 @@ def test_every_environment_variable_the_client_reads_is_documented() -> None:
         environment.JOB_RUN_ID,
         environment.JOB_TOKEN,
         environment.JOB_ATTEMPT,
+        environment.JOB_NEXT_STEP,
         environment.URL,
         environment.API_KEY,
         settings.FLUSH_TIMEOUT_VARIABLE,
@@ -179,6 +180,7 @@ def test_every_environment_variable_the_client_reads_is_documented() -> None:
         settings.ROLLOUT_UPLOAD_SAMPLES_VARIABLE,
         settings.SPOOL_DIR_VARIABLE,
         settings.SPOOL_MAX_MB_VARIABLE,
+        settings.SYSTEM_METRICS_VARIABLE,
         *datadir.DATA_DIR_VARIABLES,
     }
     # Nothing in the client names a variable that is not among them.
@@ -189,3 +191,47 @@ def test_every_environment_variable_the_client_reads_is_documented() -> None:
                 assert value in names, (path.name, value)
     for name in names:
         assert f"`{name}`" in docs, f"{name} is missing from docs/sdk.md"
+
+
+IDLE_UNTIL_REPORTED = """
+import sys, threading, tuneplane
+senders = [t for t in threading.enumerate() if t.name == "tuneplane-sender"]
+assert len(senders) == 1, threading.enumerate()
+print("imported", flush=True)
+sys.stdin.readline()
+before = set(threading.enumerate())
+tuneplane.report({"loss": 0.5})
+assert set(threading.enumerate()) == before  # the first report started no thread
+"""
+
+
+def test_under_the_runner_import_starts_the_sender_idle_until_the_first_report() -> None:
+    with recording_server() as (url, recorder):
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("TUNEPLANE_JOB_")}
+        with subprocess.Popen(
+            [sys.executable, "-c", IDLE_UNTIL_REPORTED],
+            env={**clean, **job_env(url)},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as child:
+            assert child.stdout is not None
+            assert child.stdin is not None
+            assert child.stdout.readline() == "imported\n"
+            time.sleep(0.5)  # an armed sender beats at once
+            assert recorder.requests == []  # idle: not even a heartbeat
+            _, errors = child.communicate("go\n", timeout=60)
+            assert child.returncode == 0, errors
+        points = [s for r in recorder.to("/scalars") for s in r.body["series"]]
+        beats = recorder.to("/heartbeat")
+    assert [(s["name"], s["steps"]) for s in points] == [("loss", [0])]
+    assert beats
+
+
+def test_a_process_that_imports_but_never_reports_sends_nothing() -> None:
+    with recording_server() as (url, recorder):
+        done = run_script(job_env(url), "import time, tuneplane\ntime.sleep(0.5)\n")
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""
+        assert recorder.requests == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -18,6 +19,7 @@ from typing import Concatenate, ParamSpec
 
 from tuneplane.client.errors import NotConfigured
 from tuneplane.client.reporter import Reporter
+from tuneplane.contract import environment
 from tuneplane.contract.settings import SettingError
 
 P = ParamSpec("P")
@@ -53,14 +55,27 @@ def _say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
+def prepare() -> None:
+    """Under ``tuneplane run`` (at ``import tuneplane``): build the process-wide reporter
+    and start its sender thread, idle until the first report, so that no training call
+    waits for a thread start. Elsewhere nothing."""
+    if os.environ.get(environment.JOB_RUN_ID):
+        reporter = _build()
+        if reporter is not None:
+            reporter.prestart()
+
+
 def use(reporter: Reporter | None) -> None:
     """Make ``reporter`` (the one ``init()`` started) the process-wide one, so that
-    ``report()`` and the event functions send to its run; None leaves things as they are."""
+    ``report()`` and the event functions send to its run; None leaves things as they are.
+    A process-wide reporter it replaces that never sent anything is closed."""
     global _reporter, _disabled
     if reporter is None:
         return
     with _lock:
-        _reporter, _disabled = reporter, False
+        replaced, _reporter, _disabled = _reporter, reporter, False
+    if replaced is not None and replaced is not reporter and not replaced.sending:
+        replaced.close(0)
 
 
 def default_reporter() -> Reporter | None:

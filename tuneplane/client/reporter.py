@@ -182,6 +182,7 @@ class Reporter:
             )
         )
         self._sender: Sender | None = None
+        self._running = False  # the sender thread is started and sending (not idle)
         self._start_lock = threading.Lock()
         self._closed = False
         self._logged_inputs: set[type[BaseException]] = set()
@@ -244,7 +245,7 @@ class Reporter:
                     copy = {name: _capture(value) for name, value in copy.items()}
                     break
             self._queue.put(copy, step)
-            if self._sender is None:
+            if not self._running:
                 self._start()
         except Exception as exc:
             self._refuse(metrics, exc)
@@ -269,41 +270,65 @@ class Reporter:
     def start(self) -> None:
         """Build the HTTP client and start the sender thread now, rather than on the first
         report: ``init()`` does, so that no later call waits for a thread or a client."""
-        if self._sender is None:
+        if not self._running:
             with contextlib.suppress(RuntimeError):  # closed: _start() says why
                 self._transport.warm()
             self._start()
 
+    @property
+    def sending(self) -> bool:
+        """Whether the sender thread was asked to send (by a report, or :meth:`start`)."""
+        return self._running
+
+    def prestart(self) -> None:
+        """Start the sender thread now, idle (nothing sent, heartbeats included) until the
+        first report: ``import tuneplane`` does under ``tuneplane run``, so that the first
+        ``report()`` waits for no thread start."""
+        with self._start_lock:
+            if self._sender is None and not self._closed:
+                self._launch(armed=False)
+
     def _start(self) -> None:
         with self._start_lock:
-            if self._sender is not None or self._closed:
+            if self._running or self._closed:
                 return
-            sender = Sender(
-                self._queue,
-                self._events,
-                self._trajectories,
-                self._transport,
-                rollouts=RolloutBuffer(self._rollout_cap),
-                pipeline=self._pipeline,
-                journal=self._journal,
-                wake=self._wake,
-                batch_points=self._batch_points,
-                flush_interval=self._flush_interval,
-                heartbeat_interval=self._heartbeat_interval,
-                retry=self._retry,
-                system_interval=self._system_interval,
-            )
-            try:
-                sender.start()
-            except RuntimeError as exc:  # e.g. "can't create new thread at interpreter shutdown"
-                logger.warning("tuneplane: metrics and events are not reported: %s", exc)
-                self._closed = True
-                for ledger in (self._queue, self._events, self._trajectories):
-                    ledger.close()
-                    ledger.drain_as_dropped(NO_SENDER)
+            if self._sender is not None:  # started idle by prestart()
+                self._sender.arm()
+            elif not self._launch(armed=True):
                 return
-            self._sender = sender
+            self._running = True
             atexit.register(self._close_at_exit)
+
+    def _launch(self, *, armed: bool) -> bool:
+        """Create and start the sender thread (the caller holds the start lock); False when
+        no thread could be started, and then nothing will be sent."""
+        sender = Sender(
+            self._queue,
+            self._events,
+            self._trajectories,
+            self._transport,
+            rollouts=RolloutBuffer(self._rollout_cap),
+            pipeline=self._pipeline,
+            journal=self._journal,
+            wake=self._wake,
+            batch_points=self._batch_points,
+            flush_interval=self._flush_interval,
+            heartbeat_interval=self._heartbeat_interval,
+            retry=self._retry,
+            system_interval=self._system_interval,
+            armed=armed,
+        )
+        try:
+            sender.start()
+        except RuntimeError as exc:  # e.g. "can't create new thread at interpreter shutdown"
+            logger.warning("tuneplane: metrics and events are not reported: %s", exc)
+            self._closed = True
+            for ledger in (self._queue, self._events, self._trajectories):
+                ledger.close()
+                ledger.drain_as_dropped(NO_SENDER)
+            return False
+        self._sender = sender
+        return True
 
     # -- observation events: queued, answering whether they were -------------------------
 
@@ -450,7 +475,7 @@ class Reporter:
         except Exception as exc:
             return self._refuse_event(exc)
         queued = self._events.put(prepared)
-        if queued and self._sender is None:
+        if queued and not self._running:
             self._start()
         return queued
 
@@ -482,7 +507,7 @@ class Reporter:
         except Exception as exc:
             return self._refuse_event(exc)
         queued = self._events.put({"type": ALERT_TYPE, **item})
-        if queued and self._sender is None:
+        if queued and not self._running:
             self._start()
         return queued
 
@@ -571,7 +596,7 @@ class Reporter:
                 "drop is counted in health()",
             )
             return False
-        if self._sender is None:
+        if not self._running:
             self._start()
         return True
 
@@ -645,7 +670,7 @@ class Reporter:
         so far was sent, dropped or left out (training rollouts waiting for their step's
         sample are chosen now); True when that happened in time."""
         ledgers = (self._queue, self._events, self._trajectories)
-        if self._sender is None:
+        if not self._running or self._sender is None:
             return all(ledger.pending == 0 for ledger in ledgers)
         deadline = time.monotonic() + timeout
         marks = [(ledger, ledger.mark()) for ledger in ledgers]
@@ -669,7 +694,9 @@ class Reporter:
         for ledger in (self._queue, self._events, self._trajectories):
             ledger.close()
         sender = self._sender
-        if sender is not None:
+        if sender is not None and not self._running:
+            sender.abandon()  # started idle, never asked to send: it sends nothing
+        elif sender is not None:
             sender.stop(time.monotonic() + timeout)
             # The sender bounds each request by the deadline; the grace covers the rest.
             sender.join(timeout + 1.0)
@@ -754,6 +781,7 @@ class Reporter:
         self._start_lock = threading.Lock()
         self._closed = True
         self._sender = None
+        self._running = False
 
 
 def _after_fork_in_child() -> None:

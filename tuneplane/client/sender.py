@@ -89,6 +89,7 @@ class Sender(threading.Thread):
         heartbeat_interval: float,
         retry: RetryPolicy,
         system_interval: float | None = None,
+        armed: bool = True,
     ) -> None:
         super().__init__(name="tuneplane-sender", daemon=True)
         self._queue = queue
@@ -117,11 +118,25 @@ class Sender(threading.Thread):
         self._flush_interval = flush_interval
         self._heartbeat_interval = heartbeat_interval
         self._system_interval = system_interval
+        # Started idle (armed=False) the thread waits here before doing anything at all.
+        self._armed = threading.Event()
+        if armed:
+            self._armed.set()
+        self._abandoned = False
         self._retry = retry
         self._deadline: float | None = None
         self._stopping = False
         self._last_failure: str | None = None
         self._logged: set[tuple[str, str]] = set()
+
+    def arm(self) -> None:
+        """Begin: build the client, send, beat (a thread started idle)."""
+        self._armed.set()
+
+    def abandon(self) -> None:
+        """End a thread started idle and never armed, without sending anything."""
+        self._abandoned = True
+        self._armed.set()
 
     def stop(self, deadline: float) -> None:
         """Send what is queued until the monotonic ``deadline``, drop the rest, stop.
@@ -132,6 +147,9 @@ class Sender(threading.Thread):
         self._wake.set()
 
     def run(self) -> None:
+        self._armed.wait()
+        if self._abandoned:
+            return
         # Hand the GIL back at once: the thread that started us waits for it, and would
         # otherwise wait a whole switch interval (5 ms) while we build the HTTP client.
         time.sleep(0.001)

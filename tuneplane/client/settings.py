@@ -193,6 +193,8 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
     rollout_samples = reader.read(ROLLOUT_UPLOAD_SAMPLES)
     spool = spool_settings(reader)
     system_interval = reader.read(SYSTEM_METRICS)
+    if environ.get("RANK", "0").strip() not in ("", "0"):
+        system_interval = 0  # rank 0 samples the machine; the others would repeat it
     try:
         reader.done()
     except SettingError as exc:
