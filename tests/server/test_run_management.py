@@ -75,6 +75,9 @@ def fill_run(api: TestClient, project: str, run: str) -> int:
     token = api.post(f"{API}/{project}/runs/{run}/attempts", json={"config": {"lr": 2}})
     auth = {"Authorization": f"Bearer {token.json()['token']}"}
     ingest = "/api/v1/ingest"
+    # A rule of this run alone, which the NaN reward below fires (an episode, a watch).
+    rule = {"kind": "nan", "metric": "reward", "run": run}
+    assert api.post(f"{API}/{project}/alert-rules", json=rule).status_code == 201
     for first in range(0, 3000, 1500):
         steps = list(range(first, first + 1500))
         body = {
@@ -142,6 +145,24 @@ def _metric_ids(api: TestClient, run_id: int) -> list[int]:
         )
 
 
+def _project_rows(api: TestClient, project_id: int) -> dict[str, int]:
+    """Rows anywhere in the schema that refer to the project."""
+    found = {}
+    with database_of(api).connect() as connection:
+        for table in metadata.sorted_tables:
+            if "project_id" in table.c:
+                condition = table.c.project_id == project_id
+                count = connection.execute(select(func.count()).where(condition)).scalar_one()
+                if count:
+                    found[table.name] = count
+    return found
+
+
+def _has_rows(api: TestClient, run_id: int, metric_ids: list[int], tables: set[str]) -> bool:
+    with database_of(api).connect() as connection:
+        return tables <= set(rows_of_run(connection, run_id, metric_ids))
+
+
 def _purged(api: TestClient, run_id: int, metric_ids: list[int]) -> bool:
     with database_of(api).connect() as connection:
         return not rows_of_run(connection, run_id, metric_ids)
@@ -153,12 +174,14 @@ def test_a_deleted_run_leaves_nothing_in_any_table_or_blob_store(
     doomed = fill_run(blob_api, "lab", "doomed")
     kept = fill_run(blob_api, "lab", "kept")
     doomed_metrics, kept_metrics = _metric_ids(blob_api, doomed), _metric_ids(blob_api, kept)
+    alerting = {"alert_rules", "alert_watches", "alert_episodes"}
+    wait_for(lambda: _has_rows(blob_api, doomed, doomed_metrics, alerting))
     with database_of(blob_api).connect() as connection:
         before = rows_of_run(connection, doomed, doomed_metrics)
         kept_before = rows_of_run(connection, kept, kept_metrics)
     assert {"point_blocks", "point_block_data", "invalid_points", "log_lines", "events",
             "alerts", "observations", "trajectories", "trial_results", "eval_rounds",
-            "share_links", "attempts", "run_tags"} <= set(before)  # fmt: skip
+            "share_links", "attempts", "run_tags", *alerting} <= set(before)  # fmt: skip
     assert len(blob_keys(blob_settings)) == 6
 
     answer = blob_api.delete(f"{API}/lab/runs/doomed")
@@ -196,7 +219,16 @@ def test_a_deleted_name_is_free_at_once_and_old_tokens_stop(api: TestClient) -> 
 def test_a_deleted_project_goes_with_its_runs_and_members(api: TestClient) -> None:
     ids = [fill_run(api, "gone", name) for name in ("one", "two")]
     fill_run(api, "stays", "one")
+    hook = {"url": "http://127.0.0.1:9/hook", "format": "json"}
+    assert api.post(f"{API}/gone/webhooks", json=hook).status_code == 201
     metric_ids = [_metric_ids(api, run_id) for run_id in ids]
+    with database_of(api).connect() as connection:
+        project_id = connection.execute(
+            select(projects.c.id).where(projects.c.name == "gone")
+        ).scalar_one()
+    assert {"alert_rules", "alert_rule_versions", "webhooks"} <= set(
+        _project_rows(api, project_id)
+    )  # the project's default rules, their version, the webhook
     assert api.delete(f"{API}/gone").status_code == 200
     assert api.get(f"{API}/gone/runs").status_code == 404
     assert [p["project"] for p in api.get(f"{API}").json()] == ["stays"]
@@ -208,6 +240,7 @@ def test_a_deleted_project_goes_with_its_runs_and_members(api: TestClient) -> No
             return connection.execute(select(func.count()).select_from(projects)).scalar() == 1
 
     wait_for(project_gone)
+    assert _project_rows(api, project_id) == {}
     assert api.post(f"{API}/gone/runs", json={"run": "one"}).status_code == 201
     assert api.get(f"{API}/stays/runs/one").json()["point_count"] > 0
 
