@@ -2,11 +2,12 @@
 // listening on loopback only. Its one argument is JSON:
 //
 //   {"port": 8123, "client_id": "...", "client_secret": "...",
-//    "redirect_uri": "http://127.0.0.1/sign-in/oidc/callback",
+//    "redirect_uris": ["http://127.0.0.1/sign-in/oidc/callback"],
 //    "accounts": {"alice": {"email": "alice@example.com", "email_verified": true, ...}}}
 //
 // The client is a "native" application, so a loopback redirect URI matches on any port
-// (RFC 8252 7.3): every test server, whatever its port, is the same client. The login form is
+// (RFC 8252 7.3): every test server, whatever its port, is the same client (its path must still
+// match: a server under a prefix registers its own, /tp/sign-in/oidc/callback). The login form is
 // oidc-provider's own development form (any password, the login names the account); consent
 // is granted at once, as a site's own provider would for its own application. Prints
 // "ready <issuer>" once it listens.
@@ -34,7 +35,7 @@ function start(port) {
         client_id: config.client_id,
         client_secret: config.client_secret,
         application_type: "native",
-        redirect_uris: [config.redirect_uri],
+        redirect_uris: config.redirect_uris,
         grant_types: ["authorization_code"],
         response_types: ["code"],
       },

@@ -7,7 +7,7 @@ import json
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -52,15 +52,18 @@ def _installed() -> None:
 
 
 @contextmanager
-def running_provider(accounts: dict[str, dict[str, object]]) -> Iterator[RunningProvider]:
-    """The provider, with these accounts (login -> claims), until the block ends."""
+def running_provider(
+    accounts: dict[str, dict[str, object]], redirect_uris: Sequence[str] = (REDIRECT_URI,)
+) -> Iterator[RunningProvider]:
+    """The provider, with these accounts (login -> claims), until the block ends; it sends
+    browsers back to ``redirect_uris`` only (loopback: on any port)."""
     _installed()
     port = free_port()
     config = {
         "port": port,
         "client_id": CLIENT_ID,
         "client_secret": CLIENT_SECRET,
-        "redirect_uri": REDIRECT_URI,
+        "redirect_uris": list(redirect_uris),
         "accounts": accounts,
     }
     node = shutil.which("node")
