@@ -143,6 +143,23 @@ def test_a_threshold_fires_once_per_episode_and_resolves(api: TestClient) -> Non
     assert api.get(f"{P}/runs/r1").json()["alert_count"] == 3
 
 
+def test_the_rule_list_counts_each_rules_open_episodes(api: TestClient) -> None:
+    arena(api, 1, {"reward": 1.0})
+    made = rule(api, kind="threshold", metric="reward", op="below", value=0.5)
+
+    def open_of(rule_id: int) -> int:
+        found = {r["id"]: r for r in api.get(RULES).json()["rules"]}
+        count: int = found[rule_id]["open_episodes"]
+        return count
+
+    assert open_of(made["id"]) == 0
+    arena(api, 2, {"reward": 0.1})
+    assert wait_for(lambda: open_of(made["id"]) == 1)
+    assert [r["open_episodes"] for r in api.get(RULES).json()["rules"]][:2] == [0, 0]
+    arena(api, 3, {"reward": 0.9})
+    assert wait_for(lambda: open_of(made["id"]) == 0)
+
+
 def test_a_nan_loss_from_the_sdk_fires_the_default_rule(api: TestClient) -> None:
     assert api.post(P + "/runs", json={"run": "sdk"}).status_code in (200, 201)
     token = {"Authorization": f"Bearer {api.post(P + '/runs/sdk/attempts').json()['token']}"}

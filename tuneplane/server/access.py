@@ -107,6 +107,8 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     # Owners and editors: editors manage share links there; the page asks the API for the
     # rest (visibility and members answer owners only) and shows what it is given.
     ("GET", "/projects/{project}/access"): Rule("share-run"),
+    # Readers see the rules; the page asks the API for webhooks, which answer editors only.
+    ("GET", "/projects/{project}/alerts"): _READ,
     ("GET", "/compare"): Rule("view-instance"),
     ("GET", "/reports"): Rule("view-instance"),
     ("GET", "/matched"): Rule("view-instance"),

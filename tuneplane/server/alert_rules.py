@@ -5,6 +5,7 @@ are). See docs/alerts.md."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Path, Request
@@ -39,10 +40,18 @@ async def _change(request: Request, project: str, fn: Any, *args: Any) -> Any:
     return result
 
 
+def _rules_with_open(connection: Connection, project: str) -> list[dict[str, Any]]:
+    rules = alert_rules.list_rules(connection, project)
+    watches = alert_episodes.open_watches_of(connection, [rule["id"] for rule in rules])
+    opened = Counter(rule_id for rule_id, _run, _subject in watches)
+    return [{**rule, "open_episodes": opened[rule["id"]]} for rule in rules]
+
+
 @router.get("/alert-rules")
 async def list_rules(request: Request, project: str) -> Response:
-    """The project's alert rules (its runs' included, each with its ``run``)."""
-    return JSON({"rules": await _read(request, alert_rules.list_rules, project)})
+    """The project's alert rules (its runs' included, each with its ``run``), each with
+    ``open_episodes``: how many of its episodes are open (firing) now."""
+    return JSON({"rules": await _read(request, _rules_with_open, project)})
 
 
 @router.post("/alert-rules", status_code=201)

@@ -203,6 +203,13 @@ def access_page(request: Request, project: str) -> Response:
     return _page(request)
 
 
+@router.get("/projects/{project}/alerts")
+def alerts_page(request: Request, project: str) -> Response:
+    """The project's alert rules (editors and owners change them) and its webhooks with
+    their delivery logs (editors and owners only)."""
+    return _page(request)
+
+
 @router.get("/projects/{project}/runs/{run}")
 def run_page(request: Request, project: str, run: str) -> Response:
     """One run: every metric charted, live; Validation, Training rollouts, Events and Logs

@@ -4,6 +4,7 @@ import { debug } from "./lib/debug.js";
 import { empty, mount } from "./lib/dom.js";
 import { here } from "./lib/root.js";
 import { accessPage } from "./pages/access.js";
+import { alertsPage } from "./pages/alerts.js";
 import { accountPage, sharedPage, showSession, signInPage, welcomePage } from "./pages/account.js";
 import { matchedPage } from "./pages/matched.js";
 import { projectsPage } from "./pages/projects.js";
@@ -16,6 +17,7 @@ const ROUTES = [
   [/^\/$/, () => projectsPage()],
   [/^\/projects\/([^/]+)\/?$/, (project) => runsPage(project)],
   [/^\/projects\/([^/]+)\/access\/?$/, (project) => accessPage(project)],
+  [/^\/projects\/([^/]+)\/alerts\/?$/, (project) => alertsPage(project)],
   [/^\/projects\/([^/]+)\/runs\/([^/]+)\/?$/, (project, run) => runPage(project, run)],
   [/^\/projects\/([^/]+)\/runs\/([^/]+)\/trajectory\/?$/, (project, run) => trajectoryPage(project, run)],
   [/^\/compare\/?$/, () => comparePage()],

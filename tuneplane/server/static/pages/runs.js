@@ -10,6 +10,7 @@ import { configChips, healthBadge, statusBadge } from "../lib/runinfo.js";
 import { listParam, replaceParams } from "../lib/url.js";
 import { accessHref } from "./access.js";
 import { signInHint } from "./account.js";
+import { alertsHref } from "./alerts.js";
 import { confirmDelete } from "./runmanage.js";
 
 /** How often the projects and runs tables fetch themselves again. */
@@ -137,6 +138,8 @@ export async function runsPage(project) {
     "div",
     { class: "title-line project-title" },
     h("h1", { text: project }),
+    // Anyone who reads the project reads its alert rules; the page offers editors the rest.
+    h("a", { class: "button secondary alerts-link", href: alertsHref(project), text: "Alerts" }),
     you?.manage || you?.share ? h("a", { class: "button secondary access-link", href: accessHref(project), text: "Access" }) : null,
     you?.manage
       ? h("button", {
