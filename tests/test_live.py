@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.conftest import _truncate_postgres
 from tests.helpers import log
@@ -164,16 +165,28 @@ def test_changes_close_together_are_sent_together(tmp_path: Path) -> None:
             ("points", "run-a"),
             ("run", "run-a"),
         ]
-        post(base, "a2", 2, run="run-a")
-        post(base, "b1", 1, run="run-b")
-        later = [events.get(timeout=10) for _ in range(4)]
-        assert sorted((name, data["run"]) for _, name, data in later) == [
-            ("points", "run-a"),
-            ("points", "run-b"),
-            ("run", "run-a"),
-            ("run", "run-b"),
-        ]
-        # The interval is measured from when the first message was sent; it was received a
-        # little later, so the gap seen here may be somewhat shorter.
-        assert later[0][0] - first[-1][0] >= MESSAGE_INTERVAL_SECONDS / 2
-        assert later[-1][0] - later[0][0] < MESSAGE_INTERVAL_SECONDS / 2
+        # Two writes right after a message: they go out together. On a loaded machine the
+        # second post may itself take longer than the interval; then the pair proves
+        # nothing, and is tried again (with the same assertions) a few times.
+        previous = first[-1][0]
+        for step in range(2, 8):
+            started = time.monotonic()
+            post(base, f"a{step}", step, run="run-a")
+            post(base, f"b{step}", step, run="run-b")
+            posting = time.monotonic() - started
+            later = [events.get(timeout=10) for _ in range(4)]
+            assert sorted((name, data["run"]) for _, name, data in later) == [
+                ("points", "run-a"),
+                ("points", "run-b"),
+                ("run", "run-a"),
+                ("run", "run-b"),
+            ]
+            # The interval is measured from when the previous message was sent; it was
+            # received a little later, so the gap seen here may be somewhat shorter.
+            assert later[0][0] - previous >= MESSAGE_INTERVAL_SECONDS / 2
+            previous = later[-1][0]
+            if posting < MESSAGE_INTERVAL_SECONDS / 2:
+                assert later[-1][0] - later[0][0] < MESSAGE_INTERVAL_SECONDS / 2
+                break
+        else:
+            pytest.fail("no two posts in a row took less than half the interval")
