@@ -77,6 +77,7 @@ PRIVATE_REQUESTS: list[tuple[str, str, Any]] = [
     ("POST", _R + "/shares", {}),
     ("GET", _S + "/shares", None),
     ("GET", f"/projects/{SECRET_PROJECT}/access", None),
+    ("GET", f"/projects/{SECRET_PROJECT}/alerts", None),
     ("DELETE", _R + "/trajectories?trial_id=nothing", None),
     ("PATCH", _R, {"tags": ["checked"]}),
     ("GET", _S + "/alert-rules", None),
