@@ -96,11 +96,11 @@ export function ruleForm(project, runs, csrf, { rule = null, onSaved, onCancel =
   const form = h(
     "form",
     { class: `inline-form rule-form ${rule ? "rule-edit" : "rule-add"}`, dataset: rule ? { rule: rule.id } : {} },
-    field("Kind", kind),
-    field("Name", name),
+    field("kind", kind),
+    field("name", name),
     fields,
-    field("Level", level),
-    field("Run", run),
+    field("level", level),
+    field("run", run),
     button,
     onCancel ? h("button", { type: "button", text: "Cancel", onclick: onCancel }) : null,
   );
