@@ -15,6 +15,7 @@ that clears resolves it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -161,29 +162,94 @@ def judge_points(
     return found
 
 
-def _quiet(rule: Rule, watch: Watch, values: Sequence[float | None]) -> bool:
-    """Whether no point of ``values`` can change a ``nan`` or ``threshold`` watch: checked
-    at C speed, so a watched series costs little while nothing happens."""
+@dataclass(frozen=True, slots=True)
+class Extent:
+    """What the quick test of every rule over one series' new values needs, computed once
+    per series (at C speed) rather than once per rule."""
+
+    invalid: bool  # some value is NaN or infinite (None)
+    all_invalid: bool
+    lo: float | None  # the finite values' least and greatest
+    hi: float | None
+
+    @classmethod
+    def of(cls, values: Sequence[float | None]) -> Extent:
+        if None not in values:
+            numbers: Sequence[float] = values  # type: ignore[assignment]
+            return cls(False, False, min(numbers, default=None), max(numbers, default=None))
+        finite = [value for value in values if value is not None]
+        return cls(True, not finite, min(finite, default=None), max(finite, default=None))
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesRules:
+    """The rules that watch one series name, with its project-wide ``nan`` and
+    ``threshold`` rules folded into bounds: while none of those has an episode open on the
+    run, new values inside the bounds leave all of them quiet, so a series watched by many
+    such rules costs one test instead of one per rule."""
+
+    rules: tuple[Rule, ...]
+    #: The rules the bounds stand for, and the others (always judged one by one).
+    folded: frozenset[int]
+    rest: tuple[Rule, ...]
+    nan: bool  # a folded nan rule
+    above: float  # the least limit of the folded "above" thresholds (inf: none)
+    below: float  # the greatest limit of the folded "below" thresholds (-inf: none)
+
+    @classmethod
+    def of(cls, rules: tuple[Rule, ...]) -> SeriesRules:
+        foldable = [r for r in rules if r.run_id is None and r.spec.kind in ("nan", "threshold")]
+        limits = [(r.spec.op, r.spec.value) for r in foldable if r.spec.kind == "threshold"]
+        return cls(
+            rules,
+            frozenset(r.id for r in foldable),
+            tuple(r for r in rules if r not in foldable),
+            any(r.spec.kind == "nan" for r in foldable),
+            min((v for op, v in limits if op == "above" and v is not None), default=math.inf),
+            max((v for op, v in limits if op == "below" and v is not None), default=-math.inf),
+        )
+
+    def to_judge(self, extent: Extent, open_rules: set[int]) -> tuple[Rule, ...]:
+        """The rules that must judge new values of ``extent`` on a run whose rules with an
+        open episode are ``open_rules``."""
+        if not self.folded or not self.folded.isdisjoint(open_rules):
+            return self.rules
+        if self.nan and extent.invalid:
+            return self.rules
+        # A threshold holds at a finite value only: None lo/hi (no finite value) is quiet.
+        if extent.hi is not None and extent.hi > self.above:
+            return self.rules
+        if extent.lo is not None and extent.lo < self.below:
+            return self.rules
+        return self.rest
+
+
+def _quiet(rule: Rule, watch: Watch, extent: Extent) -> bool:
+    """Whether no point of a series whose new values have ``extent`` can change a ``nan``
+    or ``threshold`` watch, so a watched series costs little while nothing happens."""
     kind = rule.spec.kind
     if kind == "nan":
-        if watch.open:
-            return all(value is None for value in values)
-        return None not in values
-    if kind != "threshold" or None in values:
+        return extent.all_invalid if watch.open else not extent.invalid
+    if kind != "threshold" or extent.invalid or extent.lo is None or extent.hi is None:
         return False
     limit = rule.spec.value
     assert limit is not None
-    numbers: Sequence[float] = values  # type: ignore[assignment]
     if rule.spec.op == "above":
-        return max(numbers) <= limit if not watch.open else min(numbers) > limit
-    return min(numbers) >= limit if not watch.open else max(numbers) < limit
+        return extent.hi <= limit if not watch.open else extent.lo > limit
+    return extent.lo >= limit if not watch.open else extent.hi < limit
 
 
 def judge_series(
-    rule: Rule, subject: str, watch: Watch, steps: Sequence[int], values: Sequence[float | None]
+    rule: Rule,
+    subject: str,
+    watch: Watch,
+    steps: Sequence[int],
+    values: Sequence[float | None],
+    extent: Extent | None = None,
 ) -> list[Transition]:
-    """:func:`judge_points` over a series' new points given as steps and values."""
-    if not steps or _quiet(rule, watch, values):
+    """:func:`judge_points` over a series' new points given as steps and values
+    (``extent``: theirs, when the caller judges the series with several rules)."""
+    if not steps or _quiet(rule, watch, extent or Extent.of(values)):
         return []
     return judge_points(rule, subject, watch, zip(steps, values, strict=True))
 

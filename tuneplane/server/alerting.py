@@ -24,6 +24,7 @@ import contextlib
 import logging
 import operator
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -34,7 +35,9 @@ from tuneplane.contract.arena import ArenaBatch
 from tuneplane.contract.observations import Observation
 from tuneplane.contract.protocol import ScalarBatch
 from tuneplane.diagnostics.alert_rules import (
+    Extent,
     Rule,
+    SeriesRules,
     Transition,
     Watch,
     judge_eval_drop,
@@ -64,19 +67,21 @@ class _Index:
 
     loaded: alert_rules.ProjectRules
     point_rules: tuple[Rule, ...]
-    memo: dict[str, tuple[Rule, ...]] = field(default_factory=dict)
+    memo: dict[str, SeriesRules] = field(default_factory=dict)
 
     @classmethod
     def of(cls, loaded: alert_rules.ProjectRules) -> _Index:
         kept = tuple(rule for rule in loaded.rules if rule.spec.kind in _POINT_KINDS)
         return cls(loaded, kept)
 
-    def match(self, name: str) -> tuple[Rule, ...]:
+    def match(self, name: str) -> SeriesRules:
         found = self.memo.get(name)
         if found is None:
             if len(self.memo) >= _MEMO_MAX:
                 self.memo.clear()
-            found = tuple(r for r in self.point_rules if matches(r.spec.metric or "", name))
+            found = SeriesRules.of(
+                tuple(r for r in self.point_rules if matches(r.spec.metric or "", name))
+            )
             self.memo[name] = found
         return found
 
@@ -119,6 +124,11 @@ class _RoundsJob:
 def _arena_points(batch: ArenaBatch) -> PointsOf:
     def points(watched: Callable[[str], bool]) -> Series:
         logs = batch.logs
+        if len(logs) == 1:  # the worker's usual batch: one event
+            step = logs[0].step
+            return {
+                name: ([step], [value]) for name, value in logs[0].metrics.items() if watched(name)
+            }
         names = logs[0].metrics.keys()
         if all(log.metrics.keys() == names for log in logs):
             # The usual batch: every event has the same metrics. Only watched series are
@@ -197,7 +207,9 @@ class AlertEngine:
         #: Set at shutdown: the engine's loops end at their next wait, never in the middle
         #: of a read on a worker thread (whose connection would outlive the database).
         self.stopping = asyncio.Event()
-        self._busy = False
+        #: Jobs of each run queued or being handled: a run's batches are judged in order,
+        #: so one with a job ahead of it waits in the queue behind that job.
+        self._pending: Counter[int] = Counter()
 
     # --- called by the ingest routes, after their write committed ------------------------
 
@@ -240,7 +252,7 @@ class AlertEngine:
             if index is None or not index.point_rules or not self._wanted(index, run_id, names):
                 return  # no such project yet, or no rule watches these series
             held = self._runs.get(run_id)
-            idle = not self._busy and self._queue.empty()
+            idle = not self._pending.get(run_id)
             if idle and held is not None and time.monotonic() - held.loaded_at < WATCH_TTL_SECONDS:
                 # Everything is at hand and nothing of the run waits before this batch:
                 # judge it now (microseconds), and queue only what is to be stored.
@@ -254,7 +266,7 @@ class AlertEngine:
         held = self._runs.get(run_id)
         fresh = held is not None and time.monotonic() - held.loaded_at < WATCH_TTL_SECONDS
         for name in names:
-            for rule in index.match(name):
+            for rule in index.match(name).rules:
                 if rule.run_id is not None and rule.run_id != run_id:
                     continue
                 # A stall rule is judged here only to resolve an open episode.
@@ -265,6 +277,7 @@ class AlertEngine:
     def _submit(self, job: Any) -> None:
         try:
             self._queue.put_nowait(job)
+            self._pending[job.run_id] += 1
         except asyncio.QueueFull:
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:
@@ -282,7 +295,6 @@ class AlertEngine:
                 job = await self._queue.get()
                 if job is _STOP:
                     break
-                self._busy = True
                 try:
                     await self._handle(job)
                 except Exception as exc:  # a rule or the store failed: ingest goes on
@@ -292,7 +304,9 @@ class AlertEngine:
                         "tuneplane: alert rules of run %d not judged: %s", job.run_id, exc
                     )
                 finally:
-                    self._busy = False
+                    self._pending[job.run_id] -= 1
+                    if self._pending[job.run_id] <= 0:
+                        del self._pending[job.run_id]
                     self._queue.task_done()
         finally:
             if not self.stopping.is_set():
@@ -357,14 +371,23 @@ class AlertEngine:
     @staticmethod
     def _judge(index: _Index, held: _RunWatches, run_id: int, points: PointsOf) -> list[Transition]:
         transitions: list[Transition] = []
-        for name, (steps, values) in points(lambda name: bool(index.match(name))).items():
-            for rule in index.match(name):
+        watches = held.watches
+        series = points(lambda name: bool(index.match(name).rules))
+        for name, (steps, values) in series.items():
+            if not steps:
+                continue
+            extent = Extent.of(values)  # once for all the rules of this series
+            for rule in index.match(name).to_judge(extent, held.open_rules):
                 if rule.run_id is not None and rule.run_id != run_id:
                     continue
-                watch = held.watches.get((rule.id, name))
+                watch = watches.get((rule.id, name))
                 if watch is None:
-                    watch = held.watches[rule.id, name] = Watch()
-                transitions += judge_series(rule, name, watch, steps, values)
+                    watch = watches[rule.id, name] = Watch()
+                found = judge_series(rule, name, watch, steps, values, extent)
+                if found:
+                    transitions += found
+                    # Until the store says which stay open: never folded away meanwhile.
+                    held.open_rules.add(rule.id)
         return transitions
 
     async def _judge_rounds(self, index: _Index, job: _RoundsJob) -> list[Transition]:
