@@ -8,33 +8,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
-from tests.serving import running_server
-from tuneplane.server import admin
-from tuneplane.server.settings import Settings
+from tests.dashboard.members import (
+    EDITOR,
+    OWNER,
+    VIEWER,
+    MembersServer,
+    close_all,
+    open_as,
+    serve_with_members,
+)
 
-PASSWORD = "correct horse battery"
-OWNER, EDITOR, VIEWER = "olga", "eddie", "vic"
 XSS = "<img src=x onerror=alert(1)>"
 
 
-@dataclass
-class Server:
-    base: str
-    admin_key: str
-    #: script errors of every page opened through :func:`_open`
-    errors: list[str] = field(default_factory=list)
-
-    def api(self, method: str, path: str, body: object = None) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {self.admin_key}"}
-        return httpx.request(method, f"{self.base}/api/v1{path}", json=body, headers=headers)
-
+class Server(MembersServer):
     def project(self, name: str) -> None:
         """A private project with run ``r1``: OLGA owns it, EDDIE edits, VIC views."""
         assert self.api("POST", f"/projects/{name}/runs", {"run": "r1"}).status_code == 201
@@ -64,13 +57,9 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    data = tmp_path_factory.mktemp("alert-rules")
-    settings = Settings.from_env({}, data_dir=str(data))
-    for login in (OWNER, EDITOR, VIEWER):
-        admin.add_user(settings, login, PASSWORD, admin=False)
     env = {"TUNEPLANE_WEBHOOK_RETRY_SECONDS": "0.2", "TUNEPLANE_ALERT_CHECK_INTERVAL": "0.5"}
-    with running_server("--data-dir", str(data), env=env) as base:
-        yield Server(base, (data / "admin.key").read_text().strip())
+    for base, key in serve_with_members(tmp_path_factory, "alert-rules", env):
+        yield Server(base, key)
 
 
 @pytest.fixture
@@ -78,32 +67,14 @@ def browsers(browser: Browser, server: Server) -> Iterator[list[BrowserContext]]
     """The contexts a test opens; closed after it, which then fails on any script error."""
     opened: list[BrowserContext] = []
     yield opened
-    for context in opened:
-        context.close()
-    assert server.errors == []
-    server.errors.clear()
+    close_all(opened, server)
 
 
 def _open(browser: Browser, server: Server, opened: list[BrowserContext], login: str) -> Page:
-    """A browser of its own, signed in as ``login``."""
-    context = browser.new_context(base_url=server.base, viewport={"width": 1400, "height": 1000})
-    context.set_default_timeout(10_000)
-    opened.append(context)
-    answer = context.request.post("/api/v1/session", data={"login": login, "password": PASSWORD})
-    assert answer.ok, answer.text()
-    page = context.new_page()
-    page.on("pageerror", lambda error: server.errors.append(str(error)))
+    """A browser of its own, signed in as ``login``; a dialog is a fault (the page confirms
+    in place)."""
+    page = open_as(browser, server, opened, login, viewport={"width": 1400, "height": 1000})
     page.on("dialog", lambda dialog: server.errors.append(f"dialog: {dialog.message}"))
-    # The refusals the page shows (422) are logged by Chromium as failed loads; anything
-    # else on the console is a fault.
-    page.on(
-        "console",
-        lambda m: (
-            server.errors.append(m.text)
-            if m.type == "error" and "Failed to load resource" not in m.text
-            else None
-        ),
-    )
     return page
 
 

@@ -7,31 +7,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
-import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Response, expect
+from playwright.sync_api import Browser, BrowserContext, Response, expect
 
-from tests.serving import running_server
-from tuneplane.server import admin
-from tuneplane.server.settings import Settings
+from tests.dashboard.members import (
+    EDITOR,
+    OWNER,
+    VIEWER,
+    MembersServer,
+    close_all,
+    open_as,
+    serve_with_members,
+)
 
-PASSWORD = "correct horse battery"
-OWNER, VIEWER, EDITOR = "olga", "vic", "eddie"
 
-
-@dataclass
-class Server:
-    base: str
-    admin_key: str
-    #: script errors of every page opened through :func:`_open`
-    errors: list[str] = field(default_factory=list)
-
-    def api(self, method: str, path: str, body: object = None) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {self.admin_key}"}
-        return httpx.request(method, f"{self.base}/api/v1{path}", json=body, headers=headers)
-
+class Server(MembersServer):
     def project(self, name: str, visibility: str, runs: tuple[str, ...] = ("r1",)) -> None:
         """A project of ``runs`` with OWNER as its owner (made with the admin key)."""
         for run in runs:
@@ -43,13 +34,9 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    data = tmp_path_factory.mktemp("project-access")
-    settings = Settings.from_env({}, data_dir=str(data))
-    for login in (OWNER, VIEWER, EDITOR):
-        admin.add_user(settings, login, PASSWORD, admin=False)
     env = {"TUNEPLANE_DEFAULT_VISIBILITY": "public"}
-    with running_server("--data-dir", str(data), env=env) as base:
-        yield Server(base, (data / "admin.key").read_text().strip())
+    for base, key in serve_with_members(tmp_path_factory, "project-access", env):
+        yield Server(base, key)
 
 
 @pytest.fixture
@@ -57,37 +44,7 @@ def browsers(browser: Browser, server: Server) -> Iterator[list[BrowserContext]]
     """The contexts a test opens; closed after it, which then fails on any script error."""
     opened: list[BrowserContext] = []
     yield opened
-    for context in opened:
-        context.close()
-    assert server.errors == []
-    server.errors.clear()
-
-
-def _open(
-    browser: Browser, server: Server, opened: list[BrowserContext], login: str | None
-) -> Page:
-    """A browser of its own, signed in as ``login`` (or nobody)."""
-    context = browser.new_context(base_url=server.base)
-    context.set_default_timeout(10_000)
-    opened.append(context)
-    if login is not None:
-        answer = context.request.post(
-            "/api/v1/session", data={"login": login, "password": PASSWORD}
-        )
-        assert answer.ok, answer.text()
-    page = context.new_page()
-    page.on("pageerror", lambda error: server.errors.append(str(error)))
-    # Refusals the pages expect (403, 404, 409, 422) are logged by Chromium as failed
-    # loads; anything else on the console is a fault.
-    page.on(
-        "console",
-        lambda m: (
-            server.errors.append(m.text)
-            if m.type == "error" and "Failed to load resource" not in m.text
-            else None
-        ),
-    )
-    return page
+    close_all(opened, server)
 
 
 def _status(answer: Response | None) -> int:
@@ -99,7 +56,7 @@ def test_an_owner_makes_a_project_private_and_adds_a_viewer_who_cannot_manage_it
     browser: Browser, server: Server, browsers: list[BrowserContext]
 ) -> None:
     server.project("lab", "public")
-    owner = _open(browser, server, browsers, OWNER)
+    owner = open_as(browser, server, browsers, OWNER)
     owner.goto("/projects/lab")
     owner.get_by_role("link", name="Access").click()
     expect(owner).to_have_url(f"{server.base}/projects/lab/access")
@@ -133,7 +90,7 @@ def test_an_owner_makes_a_project_private_and_adds_a_viewer_who_cannot_manage_it
     assert listed[VIEWER] == {"login": VIEWER, "role": "viewer", "content": True}
     assert server.api("GET", "/projects/lab/access").json()["public_logs"] is True
 
-    viewer = _open(browser, server, browsers, VIEWER)
+    viewer = open_as(browser, server, browsers, VIEWER)
     viewer.goto("/projects/lab")
     expect(viewer.locator("table.runs tbody tr")).to_have_count(1)
     expect(viewer.get_by_role("link", name="Access")).to_have_count(0)
@@ -145,7 +102,7 @@ def test_an_owner_makes_a_project_private_and_adds_a_viewer_who_cannot_manage_it
     expect(viewer.get_by_role("button", name="Share")).to_have_count(0)
 
     # Outsiders are told nothing exists.
-    stranger = _open(browser, server, browsers, None)
+    stranger = open_as(browser, server, browsers, None)
     assert _status(stranger.goto("/projects/lab/access")) == 404
     expect(stranger.locator("main")).to_contain_text("No project named")
 
@@ -155,7 +112,7 @@ def test_a_share_link_opens_its_run_until_the_owner_revokes_it(
 ) -> None:
     server.project("vault", "private", runs=("r1", "r2"))
     assert server.api("PUT", f"/projects/vault/members/{EDITOR}", {"role": "editor"}).is_success
-    owner = _open(browser, server, browsers, OWNER)
+    owner = open_as(browser, server, browsers, OWNER)
     owner.goto("/projects/vault/runs/r1")
     owner.get_by_role("button", name="Share").click()
     owner.get_by_label("expires in days").fill("2")
@@ -164,13 +121,13 @@ def test_a_share_link_opens_its_run_until_the_owner_revokes_it(
     assert re.fullmatch(re.escape(server.base) + r"/shared#tpl_\S+", url), url
     expect(owner.locator(".share-shown")).to_contain_text("shown once")
 
-    stranger = _open(browser, server, browsers, None)
+    stranger = open_as(browser, server, browsers, None)
     stranger.goto(url)
     expect(stranger).to_have_url(f"{server.base}/projects/vault/runs/r1")
     expect(stranger.locator("h1")).to_have_text("r1")
 
     # An editor manages share links, and sees no visibility or members.
-    editor = _open(browser, server, browsers, EDITOR)
+    editor = open_as(browser, server, browsers, EDITOR)
     assert _status(editor.goto("/projects/vault/access")) == 200
     expect(editor.locator(".notice")).to_contain_text("Only owners change")
     expect(editor.locator(".members, .visibility")).to_have_count(0)
@@ -194,7 +151,7 @@ def test_the_last_owner_cannot_be_demoted_and_the_page_says_why(
     browser: Browser, server: Server, browsers: list[BrowserContext]
 ) -> None:
     server.project("solo", "private")
-    owner = _open(browser, server, browsers, OWNER)
+    owner = open_as(browser, server, browsers, OWNER)
     owner.goto("/projects/solo/access")
     members = owner.locator(".members")
     members.get_by_label(f"role of {OWNER}").select_option("viewer")
