@@ -16,9 +16,9 @@ from sqlalchemy import Connection, func, select
 
 from tests.conftest import INGEST_SECRET
 from tests.helpers import log
+from tests.server.conftest import admin_client
 from tests.server.test_trajectories import blob_keys, evaluation, messages, rollout
 from tuneplane.contract.arena import parse_arena_batch
-from tuneplane.server.app import create_app
 from tuneplane.server.settings import Settings
 from tuneplane.store.arena import ArenaIngest
 from tuneplane.store.database import Database
@@ -35,21 +35,9 @@ def blob_settings(request: pytest.FixtureRequest, settings: Settings) -> Setting
     return settings
 
 
-def _client(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
-        key = (settings.data_dir / "admin.key").read_text().strip()
-        client.headers["Authorization"] = f"Bearer {key}"
-        yield client
-
-
-@pytest.fixture
-def api(settings: Settings) -> Iterator[TestClient]:
-    yield from _client(settings)
-
-
 @pytest.fixture
 def blob_api(blob_settings: Settings) -> Iterator[TestClient]:
-    yield from _client(blob_settings)
+    yield from admin_client(blob_settings)
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 30.0) -> Any:
