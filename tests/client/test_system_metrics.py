@@ -12,6 +12,8 @@ import uuid
 from pathlib import Path
 
 from tests.client.runs import PROJECT, Server, runner_env
+from tuneplane.client.settings import SYSTEM_METRICS_DEFAULT, job_settings
+from tuneplane.client.system_metrics import open_sampler
 
 SAMPLED = "TUNEPLANE_SYSTEM_METRICS_SECONDS"
 MACHINE = {
@@ -128,6 +130,18 @@ def test_a_step_longer_than_the_interval_keeps_one_sample(server: Server) -> Non
 
 
 def test_the_setting_at_zero_samples_nothing(server: Server) -> None:
+    # The default (10 s) would not sample a run this short either: the setting is read
+    # as 0, and 0 opens no sampler, is checked on its own.
+    job = {
+        "TUNEPLANE_JOB_ENDPOINT": server.base,
+        "TUNEPLANE_JOB_RUN_ID": f"{PROJECT}/any",
+        "TUNEPLANE_JOB_TOKEN": "tpi_unused",
+    }
+    assert job_settings({**job, SAMPLED: "0"}).system_interval == 0
+    assert job_settings(job).system_interval == SYSTEM_METRICS_DEFAULT
+    assert job_settings({**job, SAMPLED: "0.5", "RANK": "1"}).system_interval == 0
+    assert open_sampler(0) is None
+    assert open_sampler(0.5) is not None
     run = fresh()
     training(server, run, steps=10, pause=0.05, **{SAMPLED: "0"})
     assert set(summaries(server, run)) == {"train/loss"}
