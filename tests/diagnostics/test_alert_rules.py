@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tuneplane.contract.alert_rules import DEFAULT_RULES, Baseline, RuleSpec, merge_rule, parse_rule
 from tuneplane.contract.errors import InvalidInput, MalformedRequest
 from tuneplane.diagnostics.alert_rules import (
-    Extent,
+    FOLD_MIN_RULES,
     Rule,
     SeriesRules,
     Watch,
@@ -174,7 +174,7 @@ _RULES = st.lists(
         ),
     ),
     min_size=1,
-    max_size=8,
+    max_size=10,
 )
 
 
@@ -182,10 +182,14 @@ _RULES = st.lists(
 @given(
     bodies=_RULES,
     batches=st.lists(_VALUES, min_size=1, max_size=6),
-    scoped=st.sets(st.integers(0, 7)),
+    scoped=st.sets(st.integers(0, 9)),
+    fold_from=st.sampled_from([1, 2, FOLD_MIN_RULES]),
 )
 def test_folded_rules_judge_exactly_as_each_rule_alone(
-    bodies: list[dict[str, Any]], batches: list[list[float | None]], scoped: set[int]
+    bodies: list[dict[str, Any]],
+    batches: list[list[float | None]],
+    scoped: set[int],
+    fold_from: int,
 ) -> None:
     """A series' nan and threshold rules folded into bounds give the same transitions, batch
     after batch, as judging every rule on its own (run-scoped rules are never folded)."""
@@ -193,7 +197,7 @@ def test_folded_rules_judge_exactly_as_each_rule_alone(
         Rule(i + 1, parse_rule(body), run_id=1 if i in scoped else None)
         for i, body in enumerate(bodies)
     )
-    folded = SeriesRules.of(rules)
+    folded = SeriesRules.of(rules, fold_from)
     alone: dict[int, Watch] = {r.id: Watch() for r in rules}
     together: dict[int, Watch] = {r.id: Watch() for r in rules}
     open_rules: set[int] = set()
@@ -202,10 +206,9 @@ def test_folded_rules_judge_exactly_as_each_rule_alone(
         steps = list(range(step, step + len(values)))
         step += len(values)
         expected = [t for r in rules for t in judge_series(r, "loss", alone[r.id], steps, values)]
-        extent = Extent.of(values)
         found = []
-        for r in folded.to_judge(extent, open_rules):
-            found += judge_series(r, "loss", together[r.id], steps, values, extent)
+        for r in folded.to_judge(values, open_rules):
+            found += judge_series(r, "loss", together[r.id], steps, values)
         # As the engine keeps it: rules with an open episode are never folded away.
         open_rules = {rule_id for rule_id, watch in together.items() if watch.open}
         assert sorted(found, key=lambda t: t.rule_id) == sorted(expected, key=lambda t: t.rule_id)

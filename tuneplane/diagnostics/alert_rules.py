@@ -181,6 +181,11 @@ class Extent:
         return cls(True, not finite, min(finite, default=None), max(finite, default=None))
 
 
+#: Folding pays from this many rules on: fewer are cheaper judged one by one, each with its
+#: own quick test (benchmarks/alert_judging.py).
+FOLD_MIN_RULES = 4
+
+
 @dataclass(frozen=True, slots=True)
 class SeriesRules:
     """The rules that watch one series name, with its project-wide ``nan`` and
@@ -197,8 +202,10 @@ class SeriesRules:
     below: float  # the greatest limit of the folded "below" thresholds (-inf: none)
 
     @classmethod
-    def of(cls, rules: tuple[Rule, ...]) -> SeriesRules:
+    def of(cls, rules: tuple[Rule, ...], fold_from: int = FOLD_MIN_RULES) -> SeriesRules:
         foldable = [r for r in rules if r.run_id is None and r.spec.kind in ("nan", "threshold")]
+        if len(foldable) < fold_from:
+            foldable = []
         limits = [(r.spec.op, r.spec.value) for r in foldable if r.spec.kind == "threshold"]
         return cls(
             rules,
@@ -209,11 +216,12 @@ class SeriesRules:
             max((v for op, v in limits if op == "below" and v is not None), default=-math.inf),
         )
 
-    def to_judge(self, extent: Extent, open_rules: set[int]) -> tuple[Rule, ...]:
-        """The rules that must judge new values of ``extent`` on a run whose rules with an
-        open episode are ``open_rules``."""
+    def to_judge(self, values: Sequence[float | None], open_rules: set[int]) -> tuple[Rule, ...]:
+        """The rules that must judge new ``values`` on a run whose rules with an open
+        episode are ``open_rules``."""
         if not self.folded or not self.folded.isdisjoint(open_rules):
             return self.rules
+        extent = Extent.of(values)
         if self.nan and extent.invalid:
             return self.rules
         # A threshold holds at a finite value only: None lo/hi (no finite value) is quiet.
@@ -224,32 +232,29 @@ class SeriesRules:
         return self.rest
 
 
-def _quiet(rule: Rule, watch: Watch, extent: Extent) -> bool:
-    """Whether no point of a series whose new values have ``extent`` can change a ``nan``
-    or ``threshold`` watch, so a watched series costs little while nothing happens."""
+def _quiet(rule: Rule, watch: Watch, values: Sequence[float | None]) -> bool:
+    """Whether no point of ``values`` can change a ``nan`` or ``threshold`` watch: checked
+    at C speed, so a watched series costs little while nothing happens."""
     kind = rule.spec.kind
     if kind == "nan":
-        return extent.all_invalid if watch.open else not extent.invalid
-    if kind != "threshold" or extent.invalid or extent.lo is None or extent.hi is None:
+        if watch.open:
+            return all(value is None for value in values)
+        return None not in values
+    if kind != "threshold" or None in values:
         return False
     limit = rule.spec.value
     assert limit is not None
+    numbers: Sequence[float] = values  # type: ignore[assignment]
     if rule.spec.op == "above":
-        return extent.hi <= limit if not watch.open else extent.lo > limit
-    return extent.lo >= limit if not watch.open else extent.hi < limit
+        return max(numbers) <= limit if not watch.open else min(numbers) > limit
+    return min(numbers) >= limit if not watch.open else max(numbers) < limit
 
 
 def judge_series(
-    rule: Rule,
-    subject: str,
-    watch: Watch,
-    steps: Sequence[int],
-    values: Sequence[float | None],
-    extent: Extent | None = None,
+    rule: Rule, subject: str, watch: Watch, steps: Sequence[int], values: Sequence[float | None]
 ) -> list[Transition]:
-    """:func:`judge_points` over a series' new points given as steps and values
-    (``extent``: theirs, when the caller judges the series with several rules)."""
-    if not steps or _quiet(rule, watch, extent or Extent.of(values)):
+    """:func:`judge_points` over a series' new points given as steps and values."""
+    if not steps or _quiet(rule, watch, values):
         return []
     return judge_points(rule, subject, watch, zip(steps, values, strict=True))
 

@@ -35,7 +35,6 @@ from tuneplane.contract.arena import ArenaBatch
 from tuneplane.contract.observations import Observation
 from tuneplane.contract.protocol import ScalarBatch
 from tuneplane.diagnostics.alert_rules import (
-    Extent,
     Rule,
     SeriesRules,
     Transition,
@@ -376,14 +375,13 @@ class AlertEngine:
         for name, (steps, values) in series.items():
             if not steps:
                 continue
-            extent = Extent.of(values)  # once for all the rules of this series
-            for rule in index.match(name).to_judge(extent, held.open_rules):
+            for rule in index.match(name).to_judge(values, held.open_rules):
                 if rule.run_id is not None and rule.run_id != run_id:
                     continue
                 watch = watches.get((rule.id, name))
                 if watch is None:
                     watch = watches[rule.id, name] = Watch()
-                found = judge_series(rule, name, watch, steps, values, extent)
+                found = judge_series(rule, name, watch, steps, values)
                 if found:
                     transitions += found
                     # Until the store says which stay open: never folded away meanwhile.
