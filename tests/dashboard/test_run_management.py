@@ -13,23 +13,15 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, expect
 
-from tests.dashboard.test_project_access import EDITOR, OWNER, VIEWER, Server, _open
+from tests.dashboard.members import EDITOR, OWNER, VIEWER, open_as, serve_with_members
+from tests.dashboard.test_project_access import Server
 from tests.dashboard.test_project_access import browsers as browsers
-from tests.serving import running_server
-from tuneplane.server import admin
-from tuneplane.server.settings import Settings
-
-PASSWORD = "correct horse battery"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    data = tmp_path_factory.mktemp("run-management")
-    settings = Settings.from_env({}, data_dir=str(data))
-    for login in (OWNER, VIEWER, EDITOR):
-        admin.add_user(settings, login, PASSWORD, admin=False)
-    with running_server("--data-dir", str(data), env={}) as base:
-        yield Server(base, (data / "admin.key").read_text().strip())
+    for base, key in serve_with_members(tmp_path_factory, "run-management", {}):
+        yield Server(base, key)
 
 
 def _seed(server: Server, project: str) -> None:
@@ -63,7 +55,7 @@ def test_the_runs_table_is_searched_sorted_and_given_columns_by_the_server(
     browsers: list[BrowserContext],
 ) -> None:
     _seed(server, "search")
-    page = _open(browser, server, browsers, VIEWER)
+    page = open_as(browser, server, browsers, VIEWER)
     page.goto("/projects/search")
     rows = page.locator("table.runs tbody tr")
     expect(rows).to_have_count(3)
@@ -100,7 +92,7 @@ def test_an_editor_edits_a_run_and_an_owner_deletes_runs_and_the_project(
     browsers: list[BrowserContext],
 ) -> None:
     _seed(server, "manage")
-    editor = _open(browser, server, browsers, EDITOR)
+    editor = open_as(browser, server, browsers, EDITOR)
     editor.goto("/projects/manage/runs/r1")
     expect(editor.locator(".attempt-config")).to_contain_text("resumed_from")
     expect(editor.locator(".delete-button")).to_have_count(0)  # editors do not delete
@@ -126,7 +118,7 @@ def test_an_editor_edits_a_run_and_an_owner_deletes_runs_and_the_project(
     expect(editor.locator('tr[data-run="r1"] .run-link')).to_have_text("baseline, seed 1")
     expect(editor.locator('tr[data-run="r1"] .group-cell')).to_contain_text("sweep-3")
 
-    owner = _open(browser, server, browsers, OWNER)
+    owner = open_as(browser, server, browsers, OWNER)
     owner.goto("/projects/manage/runs/r2")
     owner.locator(".delete-button").click()
     confirm = owner.locator(".delete-confirm")

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.server.test_run_management import API, _client
+from tests.server.conftest import admin_client
+from tests.server.test_run_management import API
 from tuneplane.server.settings import Settings
 
 RUNS = API + "/lab/runs"
@@ -28,7 +29,7 @@ CATALOG: list[tuple[str, dict[str, Any], str | None, list[str], dict[str, list[f
 
 @pytest.fixture
 def api(settings: Settings) -> Iterator[TestClient]:
-    for client in _client(settings):
+    for client in admin_client(settings):
         for name, config, group, tags, series in CATALOG:
             body = {"run": name, "config": config, "group": group, "tags": tags}
             assert client.post(RUNS, json=body).status_code == 201
