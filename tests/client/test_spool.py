@@ -20,7 +20,7 @@ from tests.client.runs import PROJECT, Server
 from tests.client.world import dead_url, proxy
 from tuneplane import Reporter
 from tuneplane.client.settings import SpoolSettings
-from tuneplane.client.spool import find_journals, segments
+from tuneplane.client.spool import Journal, Target, find_journals, segments
 from tuneplane.client.transport import RetryPolicy
 
 FAST = RetryPolicy(attempts=2, first_delay=0.01, max_delay=0.05)
@@ -221,3 +221,33 @@ def test_the_disk_bound_holds_says_so_once_and_sync_delivers_what_it_kept(
     assert done.returncode == 0, done.stderr
     summaries = sqlite_server.get(f"/api/v1/projects/{PROJECT}/runs/{spool.name}/metrics")
     assert sum(m["count"] for m in summaries) == health.spooled
+
+
+def test_the_full_spool_is_said_again_only_after_deletions_made_room(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A smaller batch that fits into what a full spool has left is not room made: only
+    acknowledged segments deleted start a new episode, which is said again."""
+    target = Target("http://127.0.0.1:9", PROJECT, "full-twice", 1, "secret")
+    journal = Journal(tmp_path, target, max_bytes=4096)
+    try:
+        big, small = b'"' + b"x" * 900 + b'"', b'"y"'
+        with caplog.at_level(logging.WARNING, logger="tuneplane"):
+            written = [journal.append("/p", "points", 1, big) for _ in range(4)]
+            assert all(written)
+            assert journal.append("/p", "points", 1, big) is None
+            assert journal.append("/p", "points", 1, small) is not None
+            assert journal.append("/p", "points", 1, big) is None
+            said = [r.getMessage() for r in caplog.records if "is full" in r.getMessage()]
+            assert len(said) == 1, said
+            for location in written:
+                assert location is not None
+                journal.ack(location.seq)
+            assert journal.append("/p", "points", 1, big) is not None  # a new segment, room made
+            while journal.append("/p", "points", 1, big) is not None:
+                pass
+            said = [r.getMessage() for r in caplog.records if "is full" in r.getMessage()]
+            assert len(said) == 2, said
+    finally:
+        journal.close()
+    assert journal.not_journaled["points"] == 3

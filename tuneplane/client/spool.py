@@ -169,7 +169,6 @@ class Journal:
             segment.size += len(line)
             segment.last_seq = seq
             segment.unacked += 1
-            self._said_full = False
             return Location(seq, segment.number, offset, len(body))
 
     def read_back(self, location: Location) -> bytes:
@@ -274,6 +273,9 @@ class Journal:
             with contextlib.suppress(OSError):
                 (self._directory / segment.path_name).unlink()
             self._bytes -= segment.size
+            # Room was made: the next time the spool fills is a new episode, said again. A
+            # smaller batch that fits into what was left is not one.
+            self._said_full = False
 
     def _say_full(self) -> None:
         if not self._said_full:
