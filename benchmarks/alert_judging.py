@@ -32,7 +32,7 @@ from ingest_arena import FULL_EVENTS, _full_event, _small_event, machine, rule_b
 from tuneplane.contract.alert_rules import parse_rule
 from tuneplane.contract.arena import ArenaBatch, parse_arena_batch
 from tuneplane.diagnostics.alert_rules import Rule
-from tuneplane.server.alerting import AlertEngine, _arena_points, _Index, _RunWatches
+from tuneplane.server.alerting import AlertEngine, ArenaPoints, _Index, _RunWatches
 from tuneplane.store.alert_rules import ProjectRules
 
 RULE_SETS: dict[str, list[dict[str, Any]]] = {
@@ -67,7 +67,7 @@ def judge_all(index: _Index, fed: list[ArenaBatch]) -> float:
     held = _RunWatches(time.monotonic(), set())
     started = time.process_time()
     for batch in fed:
-        if AlertEngine._judge(index, held, 1, _arena_points(batch)):
+        if AlertEngine._judge(index, held, 1, ArenaPoints(batch)):
             raise SystemExit("a rule fired: the load is meant to leave every rule quiet")
     return (time.process_time() - started) / len(fed) * 1e6
 

@@ -160,14 +160,16 @@ def test_a_rule_body_must_be_an_object_with_a_kind() -> None:
 _VALUES = st.lists(
     st.one_of(st.none(), st.floats(-10, 10, allow_nan=False)), min_size=1, max_size=12
 )
+_NAN = st.builds(lambda: {"kind": "nan", "metric": "loss"})
+_THRESHOLD = st.builds(
+    lambda op, value: {"kind": "threshold", "metric": "loss", "op": op, "value": value},
+    st.sampled_from(["above", "below"]),
+    st.floats(-10, 10, allow_nan=False),
+)
 _RULES = st.lists(
     st.one_of(
-        st.builds(lambda: {"kind": "nan", "metric": "loss"}),
-        st.builds(
-            lambda op, value: {"kind": "threshold", "metric": "loss", "op": op, "value": value},
-            st.sampled_from(["above", "below"]),
-            st.floats(-10, 10, allow_nan=False),
-        ),
+        _NAN,
+        _THRESHOLD,
         st.builds(
             lambda percent: {"kind": "change", "metric": "loss", "percent": percent, "window": 3},
             st.floats(1, 500, allow_nan=False),
@@ -212,3 +214,52 @@ def test_folded_rules_judge_exactly_as_each_rule_alone(
         # As the engine keeps it: rules with an open episode are never folded away.
         open_rules = {rule_id for rule_id, watch in together.items() if watch.open}
         assert sorted(found, key=lambda t: t.rule_id) == sorted(expected, key=lambda t: t.rule_id)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    body=st.one_of(
+        _NAN,
+        _THRESHOLD,
+        st.builds(
+            lambda percent, window, direction: {
+                "kind": "change",
+                "metric": "loss",
+                "percent": percent,
+                "window": window,
+                "direction": direction,
+            },
+            st.floats(0.5, 300, allow_nan=False),
+            st.integers(1, 8),
+            st.sampled_from(["up", "down", "either"]),
+        ),
+    ),
+    batches=st.lists(
+        st.lists(
+            st.tuples(st.integers(0, 3), st.one_of(st.none(), st.floats(-10, 10))),
+            min_size=1,
+            max_size=10,
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_the_quick_test_of_a_series_judges_as_point_by_point(
+    body: dict[str, Any], batches: list[list[tuple[int, float | None]]]
+) -> None:
+    """``judge_series`` skips a batch its quick test finds quiet (at C speed); batch after
+    batch it gives the transitions, and leaves the watch, exactly as judging every point in
+    turn does. Steps advance by 0-3 per point (repeats included), so windows start inside
+    batches, at their edges and not at all."""
+    judged = Rule(3, parse_rule(body))
+    quick, slow = Watch(), Watch()
+    step = 0
+    for deltas in batches:
+        steps, values = [], []
+        for delta, value in deltas:
+            step += delta
+            steps.append(step)
+            values.append(value)
+        expected = judge_points(judged, "loss", slow, zip(steps, values, strict=True))
+        assert judge_series(judged, "loss", quick, steps, values) == expected
+        assert quick == slow

@@ -232,10 +232,34 @@ class SeriesRules:
         return self.rest
 
 
-def _quiet(rule: Rule, watch: Watch, values: Sequence[float | None]) -> bool:
-    """Whether no point of ``values`` can change a ``nan`` or ``threshold`` watch: checked
-    at C speed, so a watched series costs little while nothing happens."""
+def _change_quiet(
+    spec: RuleSpec, watch: Watch, steps: Sequence[int], values: Sequence[float | None]
+) -> bool:
+    """Whether no point can change a closed ``change`` watch: the window's first point
+    stays for every step (no new window starts) and the least and greatest values are no
+    change (the change is monotonic in the value, computed as :func:`_change` does)."""
+    anchor_step, anchor = watch.anchor_step, watch.anchor_value
+    if watch.open or anchor_step is None or anchor is None or anchor == 0:
+        return False
+    assert spec.window is not None
+    if steps[-1] - anchor_step >= spec.window:
+        return False
+    finite: Sequence[float] = (
+        values if None not in values else [v for v in values if v is not None]  # type: ignore[assignment]
+    )
+    if not finite:
+        return True
+    return not any(
+        _changed(spec, 100 * (value - anchor) / abs(anchor)) for value in (min(finite), max(finite))
+    )
+
+
+def _quiet(rule: Rule, watch: Watch, steps: Sequence[int], values: Sequence[float | None]) -> bool:
+    """Whether no point of ``values`` can change the watch: checked at C speed, so a
+    watched series costs little while nothing happens."""
     kind = rule.spec.kind
+    if kind == "change":  # a point or two are quicker judged than tested
+        return len(steps) > 2 and _change_quiet(rule.spec, watch, steps, values)
     if kind == "nan":
         if watch.open:
             return all(value is None for value in values)
@@ -254,7 +278,7 @@ def judge_series(
     rule: Rule, subject: str, watch: Watch, steps: Sequence[int], values: Sequence[float | None]
 ) -> list[Transition]:
     """:func:`judge_points` over a series' new points given as steps and values."""
-    if not steps or _quiet(rule, watch, values):
+    if not steps or _quiet(rule, watch, steps, values):
         return []
     return judge_points(rule, subject, watch, zip(steps, values, strict=True))
 

@@ -25,7 +25,7 @@ import logging
 import operator
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -93,10 +93,12 @@ class _RunWatches:
 
 
 #: A batch's new points per series, as (steps, values) in step order (None: NaN or ±inf).
-Series = dict[str, tuple[list[int], list[float | None]]]
+Series = dict[str, tuple[list[int], Sequence[float | None]]]
 #: What gives them (of the series ``watched`` says yes to): called only when some rule
 #: watches the batch.
 PointsOf = Callable[[Callable[[str], bool]], Series]
+#: Points being gathered, per series.
+_Gathered = dict[str, tuple[list[int], list[float | None]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,33 +122,47 @@ class _RoundsJob:
     round_ids: tuple[str, ...]
 
 
-def _arena_points(batch: ArenaBatch) -> PointsOf:
-    def points(watched: Callable[[str], bool]) -> Series:
-        logs = batch.logs
+class ArenaPoints:
+    """An Arena batch's series names and, when a rule watches some, their points: the names
+    are gathered once for both."""
+
+    __slots__ = ("_logs", "_names")
+
+    def __init__(self, batch: ArenaBatch) -> None:
+        self._logs = batch.logs
+        self._names: Collection[str] | None = None
+
+    def names(self) -> Collection[str]:
+        if self._names is None:
+            logs = self._logs
+            one = len(logs) == 1
+            self._names = (
+                logs[0].metrics.keys() if one else set().union(*(log.metrics for log in logs))
+            )
+        return self._names
+
+    def __call__(self, watched: Callable[[str], bool]) -> Series:
+        logs = self._logs
         if len(logs) == 1:  # the worker's usual batch: one event
             step = logs[0].step
             return {
                 name: ([step], [value]) for name, value in logs[0].metrics.items() if watched(name)
             }
-        names = logs[0].metrics.keys()
-        if all(log.metrics.keys() == names for log in logs):
-            # The usual batch: every event has the same metrics. Only watched series are
-            # gathered, each at C speed.
+        size = len(self.names())
+        if all(len(log.metrics) == size for log in logs):
+            # The usual batch: every event holds every name (each has as many as all of
+            # them together). Only watched series are gathered, at C speed.
+            wanted = [name for name in logs[0].metrics if watched(name)]
             steps = [log.step for log in logs]
-            dicts = [log.metrics for log in logs]
+            columns = _columns(wanted, [log.metrics for log in logs])
             if not _ordered(steps):
                 return {
-                    name: _in_step_order(steps, [metrics[name] for metrics in dicts])
-                    for name in names
-                    if watched(name)
+                    name: _in_step_order(steps, list(column))
+                    for name, column in zip(wanted, columns, strict=True)
                 }
-            return {
-                name: (steps, [metrics[name] for metrics in dicts])
-                for name in names
-                if watched(name)
-            }
-        found: Series = {}
-        for log in batch.logs:
+            return dict(zip(wanted, ((steps, column) for column in columns), strict=True))
+        found: _Gathered = {}
+        for log in logs:
             step = log.step
             for name, value in log.metrics.items():
                 held = found.get(name)
@@ -157,7 +173,12 @@ def _arena_points(batch: ArenaBatch) -> PointsOf:
                     held[1].append(value)
         return {name: _in_step_order(*held) for name, held in found.items()}
 
-    return points
+
+def _columns(names: list[str], dicts: list[dict[str, float]]) -> list[Sequence[float]]:
+    """Each name's values over ``dicts`` (each of which holds every name)."""
+    if len(names) < 2:
+        return [[metrics[name] for metrics in dicts] for name in names]
+    return list(zip(*map(operator.itemgetter(*names), dicts), strict=True))
 
 
 def _ordered(steps: list[int]) -> bool:
@@ -175,7 +196,7 @@ def _in_step_order(
 
 def _scalar_points(batch: ScalarBatch) -> PointsOf:
     def points(watched: Callable[[str], bool]) -> Series:
-        found: Series = {}
+        found: _Gathered = {}
         for entry in batch.series:
             held = found.setdefault(entry.name, ([], []))
             held[0].extend(entry.steps)
@@ -213,7 +234,8 @@ class AlertEngine:
     # --- called by the ingest routes, after their write committed ------------------------
 
     def after_arena(self, batch: ArenaBatch, run_id: int) -> None:
-        self._after_points(batch.project, run_id, _names_of_arena(batch), _arena_points(batch))
+        points = ArenaPoints(batch)
+        self._after_points(batch.project, run_id, points.names(), points)
 
     def after_scalars(self, project: str, run_id: int, batch: ScalarBatch) -> None:
         self._after_points(project, run_id, batch.names, _scalar_points(batch))
@@ -478,13 +500,6 @@ class AlertEngine:
                 self._indexes.pop(project)  # a project that did not exist may exist now
             elif versions.get(index.loaded.project_id, 0) != index.loaded.version:
                 self._indexes.pop(project)
-
-
-def _names_of_arena(batch: ArenaBatch) -> Iterable[str]:
-    logs = batch.logs
-    if len(logs) == 1:
-        return logs[0].metrics.keys()
-    return set().union(*(log.metrics for log in logs))
 
 
 def _has_kind(index: _Index, kind: str) -> bool:
