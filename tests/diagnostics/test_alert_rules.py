@@ -13,6 +13,7 @@ from tuneplane.contract.alert_rules import DEFAULT_RULES, Baseline, RuleSpec, me
 from tuneplane.contract.errors import InvalidInput, MalformedRequest
 from tuneplane.diagnostics.alert_rules import (
     FOLD_MIN_RULES,
+    Extent,
     Rule,
     SeriesRules,
     Watch,
@@ -209,7 +210,7 @@ def test_folded_rules_judge_exactly_as_each_rule_alone(
         step += len(values)
         expected = [t for r in rules for t in judge_series(r, "loss", alone[r.id], steps, values)]
         found = []
-        for r in folded.to_judge(values, open_rules):
+        for r in folded.to_judge(Extent(values), open_rules):
             found += judge_series(r, "loss", together[r.id], steps, values)
         # As the engine keeps it: rules with an open episode are never folded away.
         open_rules = {rule_id for rule_id, watch in together.items() if watch.open}
@@ -263,3 +264,14 @@ def test_the_quick_test_of_a_series_judges_as_point_by_point(
         expected = judge_points(judged, "loss", slow, zip(steps, values, strict=True))
         assert judge_series(judged, "loss", quick, steps, values) == expected
         assert quick == slow
+
+
+@given(values=_VALUES)
+def test_a_series_extent_is_its_finite_values_least_and_greatest(
+    values: list[float | None],
+) -> None:
+    finite = [value for value in values if value is not None]
+    for extent in (Extent(values), Extent(values, None in values)):
+        assert extent.invalid == (None in values)
+        assert extent.all_invalid == (not finite)
+        assert (extent.lo, extent.hi) == (min(finite, default=None), max(finite, default=None))

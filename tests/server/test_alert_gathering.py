@@ -44,9 +44,9 @@ def test_every_watched_series_comes_in_step_order(
     batch = parse_arena_batch(
         {"logs": [event(step, metrics, i) for i, (step, metrics) in enumerate(events)]}
     )
-    points = ArenaPoints(batch)
-    found = points(watched.__contains__)
-    assert set(points.names()) == {n for _, metrics in events for n in metrics}
+    gathered = ArenaPoints(batch)
+    found = gathered(watched.__contains__)
+    assert set(gathered.names()) == {n for _, metrics in events for n in metrics}
     for name in {n for _, metrics in events for n in metrics}:
         points = sorted(
             ((step, metrics[name]) for step, metrics in events if name in metrics),
@@ -55,6 +55,7 @@ def test_every_watched_series_comes_in_step_order(
         if name in watched:
             assert name in found
         if name in found:
-            steps, values = found[name]
+            steps, values, invalid = found[name]
             assert list(zip(steps, values, strict=True)) == points
+            assert not invalid  # an Arena batch holds finite values only
     assert set(found) <= {n for _, metrics in events for n in metrics}

@@ -162,24 +162,52 @@ def judge_points(
     return found
 
 
-@dataclass(frozen=True, slots=True)
 class Extent:
-    """What the quick test of every rule over one series' new values needs, computed once
-    per series (at C speed) rather than once per rule."""
+    """What the quick tests of every rule over one series' new values need, each part
+    computed once per series (at C speed) and only when a rule asks for it: a batch known to
+    hold no NaN (``invalid=False``, as every Arena batch) costs a ``nan`` rule nothing."""
 
-    invalid: bool  # some value is NaN or infinite (None)
-    all_invalid: bool
-    lo: float | None  # the finite values' least and greatest
-    hi: float | None
+    __slots__ = ("_finite", "_hi", "_lo", "_values", "invalid")
 
-    @classmethod
-    def of(cls, values: Sequence[float | None]) -> Extent:
-        if None not in values:
-            numbers: Sequence[float] = values  # type: ignore[assignment]
-            return cls(False, False, min(numbers, default=None), max(numbers, default=None))
-        finite = [value for value in values if value is not None]
-        return cls(True, not finite, min(finite, default=None), max(finite, default=None))
+    def __init__(self, values: Sequence[float | None], invalid: bool | None = None) -> None:
+        self._values = values
+        #: Some value is NaN or infinite (None).
+        self.invalid: bool = None in values if invalid is None else invalid
+        self._finite: Sequence[float] | None = None
+        # NaN: not computed yet (a least or greatest finite value is never NaN).
+        self._lo: float | None = math.nan
+        self._hi: float | None = math.nan
 
+    def _numbers(self) -> Sequence[float]:
+        if self._finite is not None:
+            return self._finite
+        finite: Sequence[float] = (
+            [value for value in self._values if value is not None] if self.invalid else self._values  # type: ignore[assignment]
+        )
+        self._finite = finite
+        return finite
+
+    @property
+    def all_invalid(self) -> bool:
+        return self.invalid and not self._numbers()
+
+    @property
+    def lo(self) -> float | None:
+        """The least finite value (None: no finite value)."""
+        if self._lo != self._lo:
+            self._lo = min(self._numbers(), default=None)
+        return self._lo
+
+    @property
+    def hi(self) -> float | None:
+        """The greatest finite value (None: no finite value)."""
+        if self._hi != self._hi:
+            self._hi = max(self._numbers(), default=None)
+        return self._hi
+
+
+#: A series' quick test pays from this many new points on: fewer are quicker judged.
+QUICK_TEST_MIN_POINTS = 3
 
 #: Folding pays from this many rules on: fewer are cheaper judged one by one, each with its
 #: own quick test (benchmarks/alert_judging.py).
@@ -216,25 +244,22 @@ class SeriesRules:
             max((v for op, v in limits if op == "below" and v is not None), default=-math.inf),
         )
 
-    def to_judge(self, values: Sequence[float | None], open_rules: set[int]) -> tuple[Rule, ...]:
-        """The rules that must judge new ``values`` on a run whose rules with an open
-        episode are ``open_rules``."""
+    def to_judge(self, extent: Extent, open_rules: set[int]) -> tuple[Rule, ...]:
+        """The rules that must judge new values of this ``extent`` on a run whose rules with
+        an open episode are ``open_rules``."""
         if not self.folded or not self.folded.isdisjoint(open_rules):
             return self.rules
-        extent = Extent.of(values)
         if self.nan and extent.invalid:
             return self.rules
         # A threshold holds at a finite value only: None lo/hi (no finite value) is quiet.
-        if extent.hi is not None and extent.hi > self.above:
+        if self.above < math.inf and (hi := extent.hi) is not None and hi > self.above:
             return self.rules
-        if extent.lo is not None and extent.lo < self.below:
+        if self.below > -math.inf and (lo := extent.lo) is not None and lo < self.below:
             return self.rules
         return self.rest
 
 
-def _change_quiet(
-    spec: RuleSpec, watch: Watch, steps: Sequence[int], values: Sequence[float | None]
-) -> bool:
+def _change_quiet(spec: RuleSpec, watch: Watch, last_step: int, extent: Extent) -> bool:
     """Whether no point can change a closed ``change`` watch: the window's first point
     stays for every step (no new window starts) and the least and greatest values are no
     change (the change is monotonic in the value, computed as :func:`_change` does)."""
@@ -242,43 +267,51 @@ def _change_quiet(
     if watch.open or anchor_step is None or anchor is None or anchor == 0:
         return False
     assert spec.window is not None
-    if steps[-1] - anchor_step >= spec.window:
+    if last_step - anchor_step >= spec.window:
         return False
-    finite: Sequence[float] = (
-        values if None not in values else [v for v in values if v is not None]  # type: ignore[assignment]
-    )
-    if not finite:
-        return True
-    return not any(
-        _changed(spec, 100 * (value - anchor) / abs(anchor)) for value in (min(finite), max(finite))
-    )
+    lo, hi = extent.lo, extent.hi
+    if lo is None or hi is None:
+        return True  # no finite value: a change rule passes over the others
+    return not any(_changed(spec, 100 * (value - anchor) / abs(anchor)) for value in (lo, hi))
 
 
-def _quiet(rule: Rule, watch: Watch, steps: Sequence[int], values: Sequence[float | None]) -> bool:
-    """Whether no point of ``values`` can change the watch: checked at C speed, so a
-    watched series costs little while nothing happens."""
-    kind = rule.spec.kind
-    if kind == "change":  # a point or two are quicker judged than tested
-        return len(steps) > 2 and _change_quiet(rule.spec, watch, steps, values)
+def _quiet(rule: Rule, watch: Watch, steps: Sequence[int], extent: Extent) -> bool:
+    """Whether no new point can change the watch, from the values' extent alone: a watched
+    series costs little while nothing happens."""
+    spec = rule.spec
+    kind = spec.kind
     if kind == "nan":
-        if watch.open:
-            return all(value is None for value in values)
-        return None not in values
-    if kind != "threshold" or None in values:
+        return extent.all_invalid if watch.open else not extent.invalid
+    if kind == "change":
+        return _change_quiet(spec, watch, steps[-1], extent)
+    if kind != "threshold":
         return False
-    limit = rule.spec.value
+    limit = spec.value
     assert limit is not None
-    numbers: Sequence[float] = values  # type: ignore[assignment]
-    if rule.spec.op == "above":
-        return max(numbers) <= limit if not watch.open else min(numbers) > limit
-    return min(numbers) >= limit if not watch.open else max(numbers) < limit
+    # A threshold passes over NaN and infinite values: no finite value (None) is quiet.
+    if spec.op == "above":
+        if watch.open:
+            return (lo := extent.lo) is None or lo > limit
+        return (hi := extent.hi) is None or hi <= limit
+    if watch.open:
+        return (hi := extent.hi) is None or hi < limit
+    return (lo := extent.lo) is None or lo >= limit
 
 
 def judge_series(
-    rule: Rule, subject: str, watch: Watch, steps: Sequence[int], values: Sequence[float | None]
+    rule: Rule,
+    subject: str,
+    watch: Watch,
+    steps: Sequence[int],
+    values: Sequence[float | None],
+    extent: Extent | None = None,
 ) -> list[Transition]:
-    """:func:`judge_points` over a series' new points given as steps and values."""
-    if not steps or _quiet(rule, watch, steps, values):
+    """:func:`judge_points` over a series' new points given as steps and values (in step
+    order), of which ``extent`` may be given when the caller has it."""
+    if len(steps) >= QUICK_TEST_MIN_POINTS:
+        if _quiet(rule, watch, steps, extent or Extent(values)):
+            return []
+    elif not steps:
         return []
     return judge_points(rule, subject, watch, zip(steps, values, strict=True))
 

@@ -35,6 +35,8 @@ from tuneplane.contract.arena import ArenaBatch
 from tuneplane.contract.observations import Observation
 from tuneplane.contract.protocol import ScalarBatch
 from tuneplane.diagnostics.alert_rules import (
+    QUICK_TEST_MIN_POINTS,
+    Extent,
     Rule,
     SeriesRules,
     Transition,
@@ -92,8 +94,9 @@ class _RunWatches:
     watches: dict[tuple[int, str], Watch] = field(default_factory=dict)
 
 
-#: A batch's new points per series, as (steps, values) in step order (None: NaN or ±inf).
-Series = dict[str, tuple[list[int], Sequence[float | None]]]
+#: A batch's new points per series, as (steps, values) in step order (None: NaN or ±inf),
+#: and whether some value is None.
+Series = dict[str, tuple[list[int], Sequence[float | None], bool]]
 #: What gives them (of the series ``watched`` says yes to): called only when some rule
 #: watches the batch.
 PointsOf = Callable[[Callable[[str], bool]], Series]
@@ -146,7 +149,9 @@ class ArenaPoints:
         if len(logs) == 1:  # the worker's usual batch: one event
             step = logs[0].step
             return {
-                name: ([step], [value]) for name, value in logs[0].metrics.items() if watched(name)
+                name: ([step], [value], False)
+                for name, value in logs[0].metrics.items()
+                if watched(name)
             }
         size = len(self.names())
         if all(len(log.metrics) == size for log in logs):
@@ -157,10 +162,10 @@ class ArenaPoints:
             columns = _columns(wanted, [log.metrics for log in logs])
             if not _ordered(steps):
                 return {
-                    name: _in_step_order(steps, list(column))
+                    name: (*_in_step_order(steps, list(column)), False)
                     for name, column in zip(wanted, columns, strict=True)
                 }
-            return dict(zip(wanted, ((steps, column) for column in columns), strict=True))
+            return dict(zip(wanted, ((steps, column, False) for column in columns), strict=True))
         found: _Gathered = {}
         for log in logs:
             step = log.step
@@ -171,7 +176,7 @@ class ArenaPoints:
                 else:
                     held[0].append(step)
                     held[1].append(value)
-        return {name: _in_step_order(*held) for name, held in found.items()}
+        return {name: (*_in_step_order(*held), False) for name, held in found.items()}
 
 
 def _columns(names: list[str], dicts: list[dict[str, float]]) -> list[Sequence[float]]:
@@ -205,7 +210,10 @@ def _scalar_points(batch: ScalarBatch) -> PointsOf:
             held = found.setdefault(invalid.name, ([], []))
             held[0].extend(invalid.steps)
             held[1].extend([None] * len(invalid.steps))
-        return {name: _in_step_order(*held) for name, held in found.items()}
+        invalid_names = {invalid.name for invalid in batch.invalid}
+        return {
+            name: (*_in_step_order(*held), name in invalid_names) for name, held in found.items()
+        }
 
     return points
 
@@ -394,16 +402,23 @@ class AlertEngine:
         transitions: list[Transition] = []
         watches = held.watches
         series = points(lambda name: bool(index.match(name).rules))
-        for name, (steps, values) in series.items():
+        for name, (steps, values, invalid) in series.items():
             if not steps:
                 continue
-            for rule in index.match(name).to_judge(values, held.open_rules):
+            watching = index.match(name)
+            extent = None
+            if watching.folded or len(steps) >= QUICK_TEST_MIN_POINTS:
+                extent = Extent(values, invalid)
+            judging = (
+                watching.rules if extent is None else watching.to_judge(extent, held.open_rules)
+            )
+            for rule in judging:
                 if rule.run_id is not None and rule.run_id != run_id:
                     continue
                 watch = watches.get((rule.id, name))
                 if watch is None:
                     watch = watches[rule.id, name] = Watch()
-                found = judge_series(rule, name, watch, steps, values)
+                found = judge_series(rule, name, watch, steps, values, extent)
                 if found:
                     transitions += found
                     # Until the store says which stay open: never folded away meanwhile.
