@@ -49,6 +49,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -641,25 +642,31 @@ def compare_rules(
     engine: str, server: Server, scenarios: list[Scenario], args: argparse.Namespace
 ) -> list[Row]:
     """Alternate rounds without and with rules (the order reversed every other round), on
-    one server; print the server's CPU per request of each and the difference."""
-    set_up_rules(server, args.rules)
+    one server; print the server's CPU per request of each round, the means and the median
+    of the rounds' paired differences. With ``--null`` neither project has a rule: the
+    difference then is the benchmark's own noise."""
+    count = 0 if args.null else args.rules
+    set_up_rules(server, count)
     rows: list[Row] = []
     for scenario in scenarios:
-        cpu: dict[int, list[float]] = {0: [], args.rules: []}
+        cpu: dict[str, list[float]] = {PROJECT: [], RULES_PROJECT: []}
         for round_no in range(args.rounds):
-            order = (0, args.rules) if round_no % 2 == 0 else (args.rules, 0)
-            for count in order:
-                project = RULES_PROJECT if count else PROJECT
-                label = f" {count} rules #{round_no + 1}"
+            order = (PROJECT, RULES_PROJECT) if round_no % 2 == 0 else (RULES_PROJECT, PROJECT)
+            for project in order:
+                rules = count if project == RULES_PROJECT else 0
+                label = f" {project} {rules} rules #{round_no + 1}"
                 chosen = replace(scenario, project=project, label=label)
                 row = run_scenario(engine, server, chosen, args.workers)
                 rows.append(row)
-                cpu[count].append(row.server_cpu_ms_per_request)
-        without, with_rules = (sum(cpu[k]) / len(cpu[k]) for k in (0, args.rules))
-        change = 100 * (with_rules / without - 1)
+                cpu[project].append(row.server_cpu_ms_per_request)
+                print(f"    {row.server_cpu_ms_per_request:.3f} ms server CPU per request")
+        without, with_rules = (statistics.fmean(cpu[k]) for k in (PROJECT, RULES_PROJECT))
+        paired = [100 * (b / a - 1) for a, b in zip(cpu[PROJECT], cpu[RULES_PROJECT], strict=True)]
         print(
             f"  {engine} {scenario.name}: server CPU per request {without:.3f} ms without "
-            f"rules, {with_rules:.3f} ms with {args.rules}: {change:+.1f}%",
+            f"rules, {with_rules:.3f} ms with {count}: {100 * (with_rules / without - 1):+.1f}%; "
+            f"rounds paired: median {statistics.median(paired):+.1f}% "
+            f"({min(paired):+.1f}% to {max(paired):+.1f}%)",
             flush=True,
         )
     return rows
@@ -707,6 +714,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--rounds", type=int, default=3, help="with --rules: rounds of each (default 3)"
+    )
+    parser.add_argument(
+        "--null",
+        action="store_true",
+        help="with --rules: give neither project a rule (the comparison's own noise)",
     )
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write results as JSON")
     parser.add_argument(

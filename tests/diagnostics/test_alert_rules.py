@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from tuneplane.contract.alert_rules import DEFAULT_RULES, Baseline, RuleSpec, merge_rule, parse_rule
 from tuneplane.contract.errors import InvalidInput, MalformedRequest
 from tuneplane.diagnostics.alert_rules import (
-    FOLD_MIN_RULES,
     Extent,
     Rule,
     SeriesRules,
@@ -186,13 +185,11 @@ _RULES = st.lists(
     bodies=_RULES,
     batches=st.lists(_VALUES, min_size=1, max_size=6),
     scoped=st.sets(st.integers(0, 9)),
-    fold_from=st.sampled_from([1, 2, FOLD_MIN_RULES]),
 )
 def test_folded_rules_judge_exactly_as_each_rule_alone(
     bodies: list[dict[str, Any]],
     batches: list[list[float | None]],
     scoped: set[int],
-    fold_from: int,
 ) -> None:
     """A series' nan and threshold rules folded into bounds give the same transitions, batch
     after batch, as judging every rule on its own (run-scoped rules are never folded)."""
@@ -200,7 +197,7 @@ def test_folded_rules_judge_exactly_as_each_rule_alone(
         Rule(i + 1, parse_rule(body), run_id=1 if i in scoped else None)
         for i, body in enumerate(bodies)
     )
-    folded = SeriesRules.of(rules, fold_from)
+    folded = SeriesRules.of(rules)
     alone: dict[int, Watch] = {r.id: Watch() for r in rules}
     together: dict[int, Watch] = {r.id: Watch() for r in rules}
     open_rules: set[int] = set()
@@ -222,6 +219,7 @@ def test_folded_rules_judge_exactly_as_each_rule_alone(
     body=st.one_of(
         _NAN,
         _THRESHOLD,
+        st.builds(lambda: {"kind": "stall", "metric": "loss", "seconds": 60}),
         st.builds(
             lambda percent, window, direction: {
                 "kind": "change",
@@ -244,16 +242,17 @@ def test_folded_rules_judge_exactly_as_each_rule_alone(
         min_size=1,
         max_size=6,
     ),
+    start_open=st.booleans(),
 )
 def test_the_quick_test_of_a_series_judges_as_point_by_point(
-    body: dict[str, Any], batches: list[list[tuple[int, float | None]]]
+    body: dict[str, Any], batches: list[list[tuple[int, float | None]]], start_open: bool
 ) -> None:
     """``judge_series`` skips a batch its quick test finds quiet (at C speed); batch after
     batch it gives the transitions, and leaves the watch, exactly as judging every point in
     turn does. Steps advance by 0-3 per point (repeats included), so windows start inside
     batches, at their edges and not at all."""
     judged = Rule(3, parse_rule(body))
-    quick, slow = Watch(), Watch()
+    quick, slow = Watch(open=start_open), Watch(open=start_open)
     step = 0
     for deltas in batches:
         steps, values = [], []

@@ -209,10 +209,6 @@ class Extent:
 #: A series' quick test pays from this many new points on: fewer are quicker judged.
 QUICK_TEST_MIN_POINTS = 3
 
-#: Folding pays from this many rules on: fewer are cheaper judged one by one, each with its
-#: own quick test (benchmarks/alert_judging.py).
-FOLD_MIN_RULES = 4
-
 
 @dataclass(frozen=True, slots=True)
 class SeriesRules:
@@ -230,10 +226,9 @@ class SeriesRules:
     below: float  # the greatest limit of the folded "below" thresholds (-inf: none)
 
     @classmethod
-    def of(cls, rules: tuple[Rule, ...], fold_from: int = FOLD_MIN_RULES) -> SeriesRules:
+    def of(cls, rules: tuple[Rule, ...]) -> SeriesRules:
+        # Folding costs nothing more than the rules' own quick tests: they share the extent.
         foldable = [r for r in rules if r.run_id is None and r.spec.kind in ("nan", "threshold")]
-        if len(foldable) < fold_from:
-            foldable = []
         limits = [(r.spec.op, r.spec.value) for r in foldable if r.spec.kind == "threshold"]
         return cls(
             rules,
@@ -285,7 +280,7 @@ def _quiet(rule: Rule, watch: Watch, steps: Sequence[int], extent: Extent) -> bo
     if kind == "change":
         return _change_quiet(spec, watch, steps[-1], extent)
     if kind != "threshold":
-        return False
+        return False  # a stall rule is judged by judge_series itself
     limit = spec.value
     assert limit is not None
     # A threshold passes over NaN and infinite values: no finite value (None) is quiet.
@@ -308,10 +303,9 @@ def judge_series(
 ) -> list[Transition]:
     """:func:`judge_points` over a series' new points given as steps and values (in step
     order), of which ``extent`` may be given when the caller has it."""
-    if len(steps) >= QUICK_TEST_MIN_POINTS:
-        if _quiet(rule, watch, steps, extent or Extent(values)):
-            return []
-    elif not steps:
+    if not steps or (rule.spec.kind == "stall" and not watch.open):
+        return []  # points only resolve a stall
+    if len(steps) >= QUICK_TEST_MIN_POINTS and _quiet(rule, watch, steps, extent or Extent(values)):
         return []
     return judge_points(rule, subject, watch, zip(steps, values, strict=True))
 
