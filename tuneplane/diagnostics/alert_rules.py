@@ -278,7 +278,7 @@ def _quiet(rule: Rule, watch: Watch, steps: Sequence[int], extent: Extent) -> bo
     if kind == "nan":
         return extent.all_invalid if watch.open else not extent.invalid
     if kind == "change":
-        return _change_quiet(spec, watch, steps[-1], extent)
+        return _change_quiet(spec, watch, max(steps), extent)
     if kind != "threshold":
         return False  # a stall rule is judged by judge_series itself
     limit = spec.value
@@ -301,8 +301,8 @@ def judge_series(
     values: Sequence[float | None],
     extent: Extent | None = None,
 ) -> list[Transition]:
-    """:func:`judge_points` over a series' new points given as steps and values (in step
-    order), of which ``extent`` may be given when the caller has it."""
+    """:func:`judge_points` over a series' new points given as steps and values (in the
+    order they arrived), of which ``extent`` may be given when the caller has it."""
     if not steps or (rule.spec.kind == "stall" and not watch.open):
         return []  # points only resolve a stall
     if len(steps) >= QUICK_TEST_MIN_POINTS and _quiet(rule, watch, steps, extent or Extent(values)):
