@@ -55,6 +55,8 @@ logger = logging.getLogger("tuneplane")
 QUEUE_MAX: Final = 10_000
 #: Batches one queued job of a run may gather.
 JOIN_MAX: Final = 512
+#: How long the alert task lets batches gather once its queue is empty.
+GATHER_SECONDS: Final = 0.02
 VERSION_POLL_SECONDS: Final = 1.0
 WATCH_TTL_SECONDS: Final = 5.0
 #: Series names remembered per project with the rules that match them.
@@ -335,10 +337,15 @@ class AlertEngine:
     # --- the engine's task -----------------------------------------------------------------
 
     async def run_forever(self) -> None:
-        """Judge queued batches, one after another; poll the rule versions."""
+        """Judge queued batches, one after another; poll the rule versions. Once the queue
+        is empty the task lets :data:`GATHER_SECONDS` pass before it looks again: what
+        arrived meanwhile is taken in one go (a wake-up per batch would cost more than
+        judging a small one), and a run's batches join in one job."""
         polling = asyncio.create_task(self._poll_versions())
         try:
             while not self.stopping.is_set():
+                if self._queue.empty():
+                    await asyncio.sleep(GATHER_SECONDS)
                 job = await self._queue.get()
                 if job is _STOP:
                     break
