@@ -55,8 +55,10 @@ logger = logging.getLogger("tuneplane")
 QUEUE_MAX: Final = 10_000
 #: Batches one queued job of a run may gather.
 JOIN_MAX: Final = 512
-#: How long the alert task lets batches gather once its queue is empty.
-GATHER_SECONDS: Final = 0.02
+#: How long the alert task lets batches gather once its queue is empty: an alert opens at
+#: most this much later (the dashboard's live stream sends at this pace too), and a busy
+#: run's batches are judged a quarter second at a time.
+GATHER_SECONDS: Final = 0.25
 VERSION_POLL_SECONDS: Final = 1.0
 WATCH_TTL_SECONDS: Final = 5.0
 #: Series names remembered per project with the rules that match them.
