@@ -165,8 +165,10 @@ def test_a_deleted_run_leaves_nothing_in_any_table_or_blob_store(
     alerting = {"alert_rules", "alert_watches", "alert_episodes"}
     # Both runs' alerts are judged (a moment after their points) before anything is counted.
     wait_for(
-        lambda: _has_rows(blob_api, doomed, doomed_metrics, alerting)
-        and _has_rows(blob_api, kept, kept_metrics, alerting - {"alert_rules"})
+        lambda: (
+            _has_rows(blob_api, doomed, doomed_metrics, alerting)
+            and _has_rows(blob_api, kept, kept_metrics, alerting - {"alert_rules"})
+        )
     )
     with database_of(blob_api).connect() as connection:
         before = rows_of_run(connection, doomed, doomed_metrics)
