@@ -64,9 +64,14 @@ def test_the_runs_table_is_searched_sorted_and_given_columns_by_the_server(
     page.get_by_label("columns").fill("config.lr, reward.last")
     page.get_by_label("columns").press("Enter")
     expect(page.locator("table.runs thead")).to_contain_text("reward.last")
-    page.locator('button.sort[data-sort="reward.last"]').click()
+    sort = page.locator('button.sort[data-sort="reward.last"]')
+    header = page.locator("table.runs thead th").filter(has=sort)
+    sort.click()
+    # r3 is first before the sort too (the newest): wait for the sorted table itself.
+    expect(header).to_have_attribute("aria-sort", "ascending")
     expect(rows.first).to_have_attribute("data-run", "r3")
-    page.locator('button.sort[data-sort="reward.last"]').click()  # descending
+    sort.click()  # descending
+    expect(header).to_have_attribute("aria-sort", "descending")
     expect(rows.first).to_have_attribute("data-run", "r1")
     expect(rows.first.locator("td").nth(5)).to_have_text("3.00e-5")
     query = parse_qs(urlsplit(page.url).query)
