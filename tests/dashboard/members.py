@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import pytest
@@ -44,6 +44,13 @@ def serve_with_members(
         yield base, (data / "admin.key").read_text().strip()
 
 
+class Watched(Protocol):
+    """A test server whose pages' script errors are collected in ``errors``."""
+
+    base: str
+    errors: list[str]
+
+
 def close_all(opened: list[BrowserContext], server: MembersServer) -> None:
     """Close the contexts a test opened; then fail on any script error they saw."""
     for context in opened:
@@ -55,7 +62,7 @@ def close_all(opened: list[BrowserContext], server: MembersServer) -> None:
 
 def open_as(
     browser: Browser,
-    server: MembersServer,
+    server: Watched,
     opened: list[BrowserContext],
     login: str | None,
     **context_options: Any,

@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.conftest import scratch_postgres
+from tests.dashboard.members import OWNER, PASSWORD, VIEWER, open_as
 from tests.dashboard.seed_eval import XSS, post_observations, trial
 from tests.dashboard.seed_trajectories import (
     LONG_MESSAGES,
@@ -33,8 +34,6 @@ from tests.serving import running_server
 from tuneplane.server import admin
 from tuneplane.server.settings import Settings
 
-PASSWORD = "correct horse battery"
-OWNER, VIEWER = "olga", "vic"
 DASH = "\N{EN DASH}"
 EVAL = f"/projects/{PROJECT}/runs/eval-run"
 TRAIN = f"/projects/{PROJECT}/runs/train-run"
@@ -58,25 +57,8 @@ class World:
 
     def open(self, browser: Browser, login: str = OWNER) -> Page:
         """A browser of its own, signed in as ``login``."""
-        context = browser.new_context(base_url=self.base, viewport={"width": 1400, "height": 1000})
-        context.set_default_timeout(10_000)
-        self.contexts.append(context)
-        answer = context.request.post(
-            "/api/v1/session", data={"login": login, "password": PASSWORD}
-        )
-        assert answer.ok, answer.text()
-        page = context.new_page()
-        page.on("pageerror", lambda error: self.errors.append(str(error)))
-        # A refused body (403) is logged by Chromium as a failed load; the page expects it.
-        page.on(
-            "console",
-            lambda m: (
-                self.errors.append(m.text)
-                if m.type == "error" and "Failed to load resource" not in m.text
-                else None
-            ),
-        )
-        return page
+        viewport = {"width": 1400, "height": 1000}
+        return open_as(browser, self, self.contexts, login, viewport=viewport)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
