@@ -239,10 +239,17 @@ class SeriesRules:
             max((v for op, v in limits if op == "below" and v is not None), default=-math.inf),
         )
 
-    def to_judge(self, extent: Extent, open_rules: set[int]) -> tuple[Rule, ...]:
-        """The rules that must judge new values of this ``extent`` on a run whose rules with
-        an open episode are ``open_rules``."""
-        if not self.folded or not self.folded.isdisjoint(open_rules):
+    def extent_of(self, values: Sequence[float | None], invalid: bool) -> Extent | None:
+        """The extent of new ``values`` (``invalid``: some is None) when the bounds or the
+        rules' quick tests need one, else None (a point or two are quicker judged)."""
+        if self.folded or len(values) >= QUICK_TEST_MIN_POINTS:
+            return Extent(values, invalid)
+        return None
+
+    def to_judge(self, extent: Extent | None, open_rules: set[int]) -> tuple[Rule, ...]:
+        """The rules that must judge new values of this ``extent`` (from :meth:`extent_of`)
+        on a run whose rules with an open episode are ``open_rules``."""
+        if extent is None or not self.folded or not self.folded.isdisjoint(open_rules):
             return self.rules
         if self.nan and extent.invalid:
             return self.rules

@@ -36,8 +36,6 @@ from tuneplane.contract.arena import ArenaBatch
 from tuneplane.contract.observations import Observation
 from tuneplane.contract.protocol import ScalarBatch
 from tuneplane.diagnostics.alert_rules import (
-    QUICK_TEST_MIN_POINTS,
-    Extent,
     Rule,
     SeriesRules,
     Transition,
@@ -101,8 +99,8 @@ class _RunWatches:
     watches: dict[tuple[int, str], Watch] = field(default_factory=dict)
 
 
-#: A batch's new points per series, as (steps, values) in step order (None: NaN or ±inf),
-#: and whether some value is None.
+#: New points per series, as (steps, values) in the order they are judged (a batch's in
+#: step order, batch after batch; None: NaN or ±inf), and whether some value is None.
 Series = dict[str, tuple[list[int], Sequence[float | None], bool]]
 #: What gives them (of the series ``watched`` says yes to): called only when some rule
 #: watches the batch.
@@ -208,17 +206,16 @@ def _joined(batches: list[PointsOf]) -> PointsOf:
         return batches[0]
 
     def points(watched: Callable[[str], bool]) -> Series:
-        joined: dict[str, tuple[list[int], list[float | None], list[bool]]] = {}
+        joined: _Gathered = {}
+        invalid_names: set[str] = set()
         for gather in batches:
             for name, (steps, values, invalid) in gather(watched).items():
-                held = joined.get(name)
-                if held is None:
-                    joined[name] = (list(steps), list(values), [invalid])
-                else:
-                    held[0].extend(steps)
-                    held[1].extend(values)
-                    held[2][0] = held[2][0] or invalid
-        return {name: (steps, values, any_) for name, (steps, values, (any_,)) in joined.items()}
+                held = joined.setdefault(name, ([], []))
+                held[0].extend(steps)
+                held[1].extend(values)
+                if invalid:
+                    invalid_names.add(name)
+        return {name: (*held, name in invalid_names) for name, held in joined.items()}
 
     return points
 
@@ -432,13 +429,8 @@ class AlertEngine:
             if not steps:
                 continue
             watching = index.match(name)
-            extent = None
-            if watching.folded or len(steps) >= QUICK_TEST_MIN_POINTS:
-                extent = Extent(values, invalid)
-            judging = (
-                watching.rules if extent is None else watching.to_judge(extent, held.open_rules)
-            )
-            for rule in judging:
+            extent = watching.extent_of(values, invalid)  # once for all the series' rules
+            for rule in watching.to_judge(extent, held.open_rules):
                 if rule.run_id is not None and rule.run_id != run_id:
                     continue
                 watch = watches.get((rule.id, name))
