@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from tuneplane import __version__
 from tuneplane.contract.alert_rules import SIGNATURE_HEADER, WEBHOOK_TIMEOUT_SECONDS
 from tuneplane.server.alerting import AlertEngine
-from tuneplane.store import webhooks
+from tuneplane.store import alert_episodes, webhooks
 from tuneplane.store.database import Database
 from tuneplane.store.webhooks import Due
 
@@ -56,6 +56,12 @@ async def _send(client: httpx.AsyncClient, due: Due) -> tuple[int | None, str | 
     return answer.status_code, f"HTTP {answer.status_code}"
 
 
+async def _send_in_order(
+    client: httpx.AsyncClient, group: list[Due]
+) -> list[tuple[Due, tuple[int | None, str | None]]]:
+    return [(delivery, await _send(client, delivery)) for delivery in group]
+
+
 def _any_due(database: Database, now: float) -> bool:
     with database.connect() as connection:
         return bool(webhooks.claim_candidates(connection, now))
@@ -68,8 +74,14 @@ async def deliver_due(database: Database, client: httpx.AsyncClient, first_retry
     due = await database.write(webhooks.claim_due, time.time())
     if not due:
         return 0
-    results = await asyncio.gather(*(_send(client, d) for d in due))
-    for delivery, (status, error) in zip(due, results, strict=True):
+    by_alert: dict[tuple[str, str], list[Due]] = {}
+    for delivery in due:
+        episode = alert_episodes.episode_alert(delivery.alert_id)
+        by_alert.setdefault((delivery.url, episode), []).append(delivery)
+    # Everything at once but one episode's deliveries to one endpoint, which go in order: a
+    # receiver never sees an alert resolved before it opened.
+    sent = await asyncio.gather(*(_send_in_order(client, group) for group in by_alert.values()))
+    for delivery, (status, error) in (tried for group in sent for tried in group):
         state = await database.write(webhooks.record_attempt, delivery, status, error, first_retry)
         if state == "failed":
             logger.warning("tuneplane: webhook delivery %d failed for good: %s", delivery.id, error)

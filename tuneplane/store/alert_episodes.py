@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import Connection, and_, insert, select, update
 
@@ -32,6 +32,9 @@ from tuneplane.store.schema import (
     projects,
     runs,
 )
+
+#: How the alert that resolves an episode is named after the one that opened it.
+RESOLVED_SUFFIX: Final = "-resolved"
 
 
 def open_watches(connection: Connection, run_id: int) -> set[tuple[int, str]]:
@@ -106,7 +109,12 @@ def _resolve(connection: Connection, t: Transition, run_id: int, episode: int, n
         .values(resolved_at=now, resolved_step=t.step)
     )
     _set_watch(connection, t, run_id, None)
-    return f"rule-{t.rule_id}-{episode}-resolved"
+    return f"rule-{t.rule_id}-{episode}{RESOLVED_SUFFIX}"
+
+
+def episode_alert(alert_id: str) -> str:
+    """The alert that opened an episode, from its own alert ID or its resolving one's."""
+    return alert_id.removesuffix(RESOLVED_SUFFIX)
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,6 +133,7 @@ def enqueue(connection: Connection, project_id: int, run_id: int, payload: dict[
 class Due:
     id: int
     url: str
+    alert_id: str
     secret: str
     event: str
     body: bytes
@@ -151,16 +152,17 @@ def claim_candidates(connection: Connection, now: float) -> list[int]:
 
 
 def claim_due(connection: Connection, now: float, limit: int = 32) -> list[Due]:
-    """Deliveries whose time has come, claimed for this sender (a delivery another sender
-    claimed first is left to it)."""
+    """Deliveries whose time has come, in the order they are due and were made (an alert's
+    opening before its resolving when both came in one write), claimed for this sender (a
+    delivery another sender claimed first is left to it)."""
     rows = connection.execute(
         select(webhook_deliveries.c.id, webhook_deliveries.c.state, webhooks.c.url,
-               webhooks.c.secret, webhook_deliveries.c.event, webhook_deliveries.c.body,
-               webhook_deliveries.c.attempts)
+               webhook_deliveries.c.alert_id, webhooks.c.secret, webhook_deliveries.c.event,
+               webhook_deliveries.c.body, webhook_deliveries.c.attempts)
         .join(webhooks, webhooks.c.id == webhook_deliveries.c.webhook_id)
         .where(webhook_deliveries.c.state.in_(("pending", "sending")),
                webhook_deliveries.c.next_at <= now)
-        .order_by(webhook_deliveries.c.next_at)
+        .order_by(webhook_deliveries.c.next_at, webhook_deliveries.c.id)
         .limit(limit)
     ).all()  # fmt: skip
     claimed = []
@@ -173,7 +175,15 @@ def claim_due(connection: Connection, now: float, limit: int = 32) -> list[Due]:
         ).rowcount  # fmt: skip
         if taken:
             claimed.append(
-                Due(row.id, row.url, row.secret, row.event, row.body.encode(), row.attempts)
+                Due(
+                    row.id,
+                    row.url,
+                    row.alert_id,
+                    row.secret,
+                    row.event,
+                    row.body.encode(),
+                    row.attempts,
+                )
             )
     return claimed
 
