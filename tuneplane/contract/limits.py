@@ -151,3 +151,32 @@ SWEEP_BATCH: Final = 500
 TRAJECTORY_PAGE_MAX: Final = 200
 TRAJECTORY_PAGE_DEFAULT: Final = 50
 TRAJECTORY_INDEX_PAGE_MAX: Final = 500
+
+# Files an import reads (docs/import.md, "Limits of the files read"): each kind of file
+# another tool, a job or a person wrote is read up to its own number of bytes, and one
+# beyond it is refused, naming the file and the limit. A JSON document is parsed whole,
+# which costs some times its size in memory, so its limit is its memory bound too.
+#: Harbor's ``verifier/reward.txt`` (one number) or ``reward.json`` (a small flat map).
+IMPORT_REWARD_MAX_BYTES: Final = 4 * 1024
+#: A Harbor trial's ``result.json``: a few KiB, unless ``agent_result`` carries every
+#: turn's token IDs and log-probabilities (``rollout_details``).
+IMPORT_TRIAL_RESULT_MAX_BYTES: Final = 32 * 1024 * 1024
+#: One ATIF trajectory file (``agent/trajectory.json``, and each continuation). What an
+#: import keeps of it is cut to ``TRAJECTORY_MAX_BYTES``; the file holds much that is cut
+#: (every observation in full, token IDs, log-probabilities), so it may be 32 times that.
+IMPORT_ATIF_MAX_BYTES: Final = 32 * TRAJECTORY_MAX_BYTES
+#: lm-eval's ``results_<time>.json`` (every task's config, for large groups some MiB).
+IMPORT_LM_EVAL_RESULTS_MAX_BYTES: Final = 16 * 1024 * 1024
+#: One line of lm-eval's ``samples_<task>_<time>.jsonl`` (a document, its prompts and
+#: answers; long-context tasks write some MiB). Lines are read one at a time.
+IMPORT_LM_EVAL_SAMPLE_LINE_MAX_BYTES: Final = 16 * 1024 * 1024
+#: One line of a NeMo-RL step file: one sample with its token IDs, masks, advantages and
+#: log-probabilities, some tens of bytes a token (about 10 MiB at 128k tokens).
+IMPORT_NEMO_RL_LINE_MAX_BYTES: Final = 32 * 1024 * 1024
+#: An import plan or an evaluation plan (some hundred bytes a trial).
+IMPORT_PLAN_MAX_BYTES: Final = 16 * 1024 * 1024
+#: A Harbor task's ``task.toml`` (names, timeouts, resources).
+IMPORT_TASK_CONFIG_MAX_BYTES: Final = 1024 * 1024
+#: A snapshot file to upload: at most ``EVAL_TEXT_ALL_MAX_TRIALS`` trajectories of at most
+#: ``TRAJECTORY_MAX_BYTES`` each, and as much again for outcomes, evidence and events.
+IMPORT_SNAPSHOT_MAX_BYTES: Final = 2 * EVAL_TEXT_ALL_MAX_TRIALS * TRAJECTORY_MAX_BYTES

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from tuneplane.contract.limits import IMPORT_PLAN_MAX_BYTES, IMPORT_TASK_CONFIG_MAX_BYTES
+from tuneplane.importers.bounded import FileTooLarge, read_bounded
 from tuneplane.importers.plan import Plan, PlannedTrial, parse_plan
 from tuneplane.importers.problems import ImportRefused, Problem
 
@@ -111,7 +113,10 @@ def _harbor_task_name(task_dir: Path) -> tuple[str | None, str | None]:
     if not config.is_file():
         return None, f"{task_dir} has no task.toml (not a Harbor task directory)"
     try:
-        parsed = tomllib.loads(config.read_text(encoding="utf-8"))
+        data = read_bounded(config, IMPORT_TASK_CONFIG_MAX_BYTES, "a task's task.toml")
+        parsed = tomllib.loads(data.decode())
+    except FileTooLarge as exc:
+        return None, f"{config} {exc.problem.rule}"
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return None, f"{config} is not TOML: {exc}"
     except OSError as exc:
@@ -244,8 +249,7 @@ def _trial(planned: PlannedTrial, path: Path) -> EvalTrial:
 def load_eval_plan(path: str) -> EvalPlan:
     """Read and check the plan file at ``path`` (no Harbor needed)."""
     try:
-        with open(path, "rb") as handle:
-            raw = json.loads(handle.read())
+        raw = json.loads(read_bounded(path, IMPORT_PLAN_MAX_BYTES, "an evaluation plan"))
     except OSError as exc:
         raise ImportRefused([Problem(path, "", f"cannot be read: {exc.strerror}")]) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
+from tuneplane.contract.limits import IMPORT_ATIF_MAX_BYTES
+from tuneplane.importers.bounded import FileTooLarge, read_bounded
 from tuneplane.importers.problems import Problem
 
 TRAJECTORY_FILE: Final = "agent/trajectory.json"
@@ -210,7 +212,9 @@ def step_messages(step: dict[str, Any], seen: set[str]) -> tuple[list[dict[str, 
 
 def _load(path: Path, name: str) -> tuple[dict[str, Any] | None, Problem | None]:
     try:
-        loaded = json.loads(path.read_bytes())
+        loaded = json.loads(read_bounded(path, IMPORT_ATIF_MAX_BYTES, "an ATIF trajectory file"))
+    except FileTooLarge as exc:
+        return None, exc.problem
     except OSError as exc:
         return None, Problem(str(path), "", f"cannot be read: {exc.strerror}")
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

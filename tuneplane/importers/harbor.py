@@ -22,8 +22,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from tuneplane.contract.limits import OBSERVATION_STRING_MAX_CHARS
+from tuneplane.contract.limits import (
+    IMPORT_REWARD_MAX_BYTES,
+    IMPORT_TRIAL_RESULT_MAX_BYTES,
+    OBSERVATION_STRING_MAX_CHARS,
+)
 from tuneplane.contract.observations import TrialStatus
+from tuneplane.importers.bounded import FileTooLarge, read_bounded
 from tuneplane.importers.problems import Problem
 
 VERIFIER_TIMEOUT: Final = "VerifierTimeoutError"
@@ -150,7 +155,9 @@ def _facts(result: dict[str, Any]) -> dict[str, Any]:
 
 def _read_json(path: Path, where: str, problems: list[Problem]) -> object:
     try:
-        return json.loads(path.read_bytes())
+        return json.loads(read_bounded(path, IMPORT_TRIAL_RESULT_MAX_BYTES, "a trial result"))
+    except FileTooLarge as exc:
+        problems.append(Problem(exc.problem.file, "", f"{where}: {exc.problem.rule}"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         problems.append(Problem(str(path), "", f"{where}: is not JSON: {exc}"))
     except OSError as exc:
@@ -158,19 +165,39 @@ def _read_json(path: Path, where: str, problems: list[Problem]) -> object:
     return None
 
 
-def _reward_file(directory: Path) -> tuple[dict[str, Any] | None, str | None, str | None]:
+def _reward_bytes(path: Path, where: str, problems: list[Problem]) -> bytes | None:
+    """A reward file's bytes; None, with the problem, when it is too large or unreadable
+    (a reward is a few bytes: a larger file is no verifier's output)."""
+    try:
+        return read_bounded(path, IMPORT_REWARD_MAX_BYTES, "a reward file")
+    except FileTooLarge as exc:
+        problems.append(Problem(exc.problem.file, "", f"{where}: {exc.problem.rule}"))
+    except OSError as exc:
+        problems.append(Problem(str(path), "", f"{where}: cannot be read: {exc.strerror}"))
+    return None
+
+
+def _reward_file(
+    directory: Path, where: str, problems: list[Problem]
+) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """The first reward file Harbor would read: its map, its name, a note when it does not
     read as a reward (which leaves the attempt without one, as it left Harbor)."""
     text_file, json_file = (directory / name for name in REWARD_FILES)
     if text_file.is_file():
-        text = text_file.read_text(errors="replace").strip()
+        data = _reward_bytes(text_file, where, problems)
+        if data is None:
+            return None, REWARD_FILES[0], None
+        text = data.decode(errors="replace").strip()
         try:
             return {VERDICT_KEY: float(text)}, REWARD_FILES[0], None
         except ValueError:
             return None, REWARD_FILES[0], f"{REWARD_FILES[0]} holds {text[:40]!r}, not a number"
     if json_file.is_file():
+        data = _reward_bytes(json_file, where, problems)
+        if data is None:
+            return None, REWARD_FILES[1], None
         try:
-            loaded = json.loads(json_file.read_bytes())
+            loaded = json.loads(data)
         except (UnicodeDecodeError, json.JSONDecodeError):
             return None, REWARD_FILES[1], f"{REWARD_FILES[1]} is not JSON"
         if isinstance(loaded, dict):
@@ -219,14 +246,16 @@ def read_attempt(directory: Path, task: str, where: str) -> tuple[Evidence, list
     a problem (the plan would attribute someone else's evidence)."""
     problems: list[Problem] = []
     result_file = directory / "result.json"
-    file_rewards, reward_file, note = _reward_file(directory)
+    file_rewards, reward_file, note = _reward_file(directory, where, problems)
     notes = (note,) if note else ()
     if not result_file.is_file():
-        return Evidence(False, file_rewards=file_rewards, reward_file=reward_file, notes=notes), []
+        evidence = Evidence(False, file_rewards=file_rewards, reward_file=reward_file, notes=notes)
+        return evidence, problems
     file = str(result_file)
+    before = len(problems)
     result = _read_json(result_file, where, problems)
     if not isinstance(result, dict):
-        if not problems:
+        if len(problems) == before:
             problems.append(Problem(file, "", f"{where}: must be a JSON object (a TrialResult)"))
         return Evidence(False), problems
     task_name = result.get("task_name")

@@ -18,6 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from tuneplane.contract.limits import (
+    IMPORT_LM_EVAL_RESULTS_MAX_BYTES,
+    IMPORT_LM_EVAL_SAMPLE_LINE_MAX_BYTES,
+)
+from tuneplane.importers.bounded import FileTooLarge, bounded_lines, read_bounded
 from tuneplane.importers.problems import ImportRefused, Problem
 
 RESULTS_PREFIX: Final = "results_"
@@ -97,7 +102,8 @@ def _results_file(path: Path) -> Path:
 
 def _load_results(file: Path) -> dict[str, Any]:
     try:
-        document = json.loads(file.read_bytes())
+        data = read_bounded(file, IMPORT_LM_EVAL_RESULTS_MAX_BYTES, "an lm-eval results file")
+        document = json.loads(data)
     except OSError as exc:
         raise ImportRefused([Problem(str(file), "", f"cannot be read: {exc.strerror}")]) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -174,23 +180,29 @@ def _record(file: str, line: int, raw: object, problems: list[Problem]) -> Recor
 
 
 def read_samples(file: Path, warnings: list[str], problems: list[Problem]) -> Samples:
-    """The records of one samples file; a last line cut short is skipped (a warning)."""
+    """The records of one samples file, read a line at a time; a last line cut short is
+    skipped (a warning), a line over its limit is a problem that ends the reading."""
     samples = Samples(str(file))
     try:
-        data = file.read_bytes()
+        _read_lines(file, samples, warnings, problems)
+    except FileTooLarge as exc:
+        problems.append(exc.problem)
     except OSError as exc:
         problems.append(Problem(str(file), "", f"cannot be read: {exc.strerror}"))
-        return samples
-    lines = data.split(b"\n")
-    samples.lines = len(lines) - 1 if data.endswith(b"\n") else len(lines)
+    return samples
+
+
+def _read_lines(file: Path, samples: Samples, warnings: list[str], problems: list[Problem]) -> None:
     seen: dict[tuple[int, str], int] = {}
-    for number, text in enumerate(lines, 1):
+    lines = bounded_lines(file, IMPORT_LM_EVAL_SAMPLE_LINE_MAX_BYTES, "an lm-eval samples line")
+    for number, text, ended in lines:
+        samples.lines = number
         if not text.strip():
             continue
         try:
             raw = json.loads(text)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            if number == len(lines) and not data.endswith(b"\n"):
+            if not ended:
                 samples.cut_line = number
                 warnings.append(
                     f"{file}: line {number}: cut short (no end of line, not a whole record): "
@@ -215,7 +227,6 @@ def read_samples(file: Path, warnings: list[str], problems: list[Problem]) -> Sa
             continue
         seen[key] = number
         samples.records.append(record)
-    return samples
 
 
 def read_run(path: str) -> Run:

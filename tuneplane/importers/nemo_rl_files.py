@@ -34,6 +34,8 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from tuneplane.contract.limits import IMPORT_NEMO_RL_LINE_MAX_BYTES
+from tuneplane.importers.bounded import FileTooLarge, bounded_lines
 from tuneplane.importers.problems import ImportRefused, Problem
 
 Kind = Literal["train", "val"]
@@ -127,10 +129,8 @@ def log_directory(log_dir: str) -> str:
 
 def _lines(path: str) -> Iterator[tuple[int, bytes, bool]]:
     """``(number, line, ended)`` of each line, ``ended`` False for a last line without its
-    end of line."""
-    with open(path, "rb") as handle:
-        for number, line in enumerate(handle, 1):
-            yield number, line, line.endswith(b"\n")
+    end of line; :class:`FileTooLarge` for a line over its limit."""
+    return bounded_lines(path, IMPORT_NEMO_RL_LINE_MAX_BYTES, "a NeMo-RL step file's line")
 
 
 def _load(line: bytes) -> object:
@@ -219,6 +219,8 @@ def scan(file: StepFile) -> Scan:
                 continue
             seen[idx] = number
             result.samples.append(Sample(number, idx, value, invalid))
+    except FileTooLarge as exc:
+        result.problems.append(exc.problem)
     except OSError as exc:
         result.problems.append(Problem(file.path, "", f"cannot be read: {exc.strerror}"))
     return result

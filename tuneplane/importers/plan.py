@@ -20,7 +20,12 @@ from pathlib import PurePosixPath
 from typing import Any, Final
 
 from tuneplane.contract.ids import ID_RULE, id_problem
-from tuneplane.contract.limits import ID_MAX_CHARS, OBSERVATION_STRING_MAX_CHARS
+from tuneplane.contract.limits import (
+    ID_MAX_CHARS,
+    IMPORT_PLAN_MAX_BYTES,
+    OBSERVATION_STRING_MAX_CHARS,
+)
+from tuneplane.importers.bounded import read_bounded
 from tuneplane.importers.problems import ImportRefused, Problem
 
 PLAN_VERSION: Final = 1
@@ -387,8 +392,7 @@ def parse_plan(file: str, raw: object) -> Plan:
 def load_plan(path: str) -> Plan:
     """Read and validate the plan file at ``path``."""
     try:
-        with open(path, "rb") as handle:
-            raw = json.loads(handle.read())
+        raw = json.loads(read_bounded(path, IMPORT_PLAN_MAX_BYTES, "an import plan"))
     except OSError as exc:
         raise ImportRefused([Problem(path, "", f"cannot be read: {exc.strerror}")]) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

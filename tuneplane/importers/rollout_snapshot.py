@@ -21,7 +21,9 @@ import os
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tuneplane.contract.limits import IMPORT_SNAPSHOT_MAX_BYTES
 from tuneplane.contract.trajectories import parse_trajectory
+from tuneplane.importers.bounded import read_bounded
 from tuneplane.importers.plan import canonical_digest
 from tuneplane.importers.problems import ImportRefused, Problem
 from tuneplane.importers.snapshot import Snapshot, read_snapshot, write_snapshot
@@ -115,8 +117,7 @@ def write_rollouts(snapshot: RolloutSnapshot, path: str) -> None:
 
 def read_rollouts(path: str) -> RolloutSnapshot:
     try:
-        with open(path, "rb") as handle:
-            document = json.loads(handle.read())
+        document = json.loads(read_bounded(path, IMPORT_SNAPSHOT_MAX_BYTES, "a snapshot"))
     except OSError as exc:
         raise ImportRefused([Problem(path, "", f"cannot be read: {exc.strerror}")]) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -155,8 +156,7 @@ def read_all(paths: list[str]) -> tuple[list[Snapshot], list[RolloutSnapshot]]:
 
 def _format(path: str) -> object:
     try:
-        with open(path, "rb") as handle:
-            document = json.loads(handle.read())
-    except (OSError, ValueError):
+        document = json.loads(read_bounded(path, IMPORT_SNAPSHOT_MAX_BYTES, "a snapshot"))
+    except (OSError, ValueError, ImportRefused):
         return None  # the reader says what is wrong
     return document.get("format") if isinstance(document, dict) else None

@@ -30,8 +30,10 @@ import os
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tuneplane.contract.limits import IMPORT_SNAPSHOT_MAX_BYTES
 from tuneplane.contract.observations import parse_observation
 from tuneplane.contract.trajectories import parse_trajectory
+from tuneplane.importers.bounded import read_bounded
 from tuneplane.importers.plan import ROUND_HASH_CHARS, canonical_digest
 from tuneplane.importers.problems import ImportRefused, Problem
 
@@ -234,8 +236,7 @@ def check_snapshot(file: str, document: object) -> Snapshot:
 
 def read_snapshot(path: str) -> Snapshot:
     try:
-        with open(path, "rb") as handle:
-            document = json.loads(handle.read())
+        document = json.loads(read_bounded(path, IMPORT_SNAPSHOT_MAX_BYTES, "a snapshot"))
     except OSError as exc:
         raise ImportRefused([Problem(path, "", f"cannot be read: {exc.strerror}")]) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
