@@ -16,8 +16,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO, Final
 
 from tuneplane.importers.problems import ImportRefused, Problem
+
+#: Bytes read at a time from a long line.
+_PART: Final = 1 << 20
 
 
 def describe(limit: int) -> str:
@@ -63,13 +67,30 @@ def bounded_lines(path: str | Path, limit: int, what: str) -> Iterator[tuple[int
     and the limit, and nothing after it is read; ``OSError`` when it cannot be read."""
     with open(path, "rb") as handle:
         number = 0
-        while line := handle.readline(limit + 1):
+        while parts := _line_parts(handle, limit):
             number += 1
-            ended = line.endswith(b"\n")
-            if not ended and len(line) > limit:
+            ended = parts[-1].endswith(b"\n")
+            if not ended and sum(map(len, parts)) > limit:
                 rule = (
                     f"is longer than {describe(limit)}, the most {what} may hold; the file "
                     "is not read further"
                 )
                 raise FileTooLarge(Problem(str(path), f"line {number}", rule))
-            yield number, line, ended
+            yield number, parts[0] if len(parts) == 1 else b"".join(parts), ended
+
+
+def _line_parts(handle: BinaryIO, limit: int) -> list[bytes]:
+    """The next line in parts of at most ``_PART`` bytes, at most ``limit + 1`` bytes in
+    all: a line over the limit is refused without being joined (which would hold it
+    twice), and a short line, the usual one, is a single part."""
+    parts: list[bytes] = []
+    size = 0
+    while size <= limit:
+        part = handle.readline(min(_PART, limit + 1 - size))
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+        if part.endswith(b"\n"):
+            break
+    return parts
