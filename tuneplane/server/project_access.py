@@ -11,9 +11,10 @@ from starlette.responses import Response
 
 from tuneplane.contract.access import ROLES, VISIBILITIES
 from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.json_body import decode_json_body
 from tuneplane.contract.limits import ROW_ID_MAX, SHARE_LINK_DAYS_MAX
 from tuneplane.server.access import caller_of
-from tuneplane.server.body import read_json
+from tuneplane.server.body import read_body, read_json
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import access, catalog
@@ -98,7 +99,8 @@ async def create_share_link(request: Request, project: str, run: str) -> Respons
     """A read-only link to this run: ``{"expires_in_days": 7}`` (optional; at most
     ``SHARE_LINK_DAYS_MAX``). The answer's ``url`` is shown once; its token is in the
     fragment, which browsers never send to servers or put in a Referer."""
-    body = _object(await read_json(request, _BODY_MAX) if await request.body() else {})
+    raw = await read_body(request, _BODY_MAX)
+    body = _object(decode_json_body(raw) if raw else {})
     days = body.get("expires_in_days")
     if days is not None and (
         isinstance(days, bool)
