@@ -21,13 +21,13 @@ PRIVATE = ProjectFacts("private", public_logs=False, run_id=7)
 def user(
     role: str | None = None, *, write: bool = True, content: bool = False
 ) -> tuple[Actor, ProjectFacts]:
-    actor = Actor("user", user_id=1, can_write=write)
+    actor = Actor("write-key" if write else "read-key", user_id=1)
     return actor, ProjectFacts("private", public_logs=False, role=role, content=content, run_id=7)  # type: ignore[arg-type]
 
 
-ADMIN_KEY = Actor("admin_key", is_admin=True, can_write=True)
-SHARE_7 = Actor("share_link", share_run_id=7)
-SHARE_8 = Actor("share_link", share_run_id=8)
+ADMIN_KEY = Actor("admin-key", is_admin=True)
+SHARE_7 = Actor("share-link", share_run_id=7)
+SHARE_8 = Actor("share-link", share_run_id=8)
 
 
 def test_a_public_project_is_read_by_anyone_but_its_logs_and_bodies_are_not() -> None:
@@ -39,7 +39,7 @@ def test_a_public_project_is_read_by_anyone_but_its_logs_and_bodies_are_not() ->
 
 
 def test_a_private_project_is_hidden_from_everyone_outside_it() -> None:
-    outsider = Actor("user", user_id=2, can_write=True)
+    outsider = Actor("session", user_id=2)
     for action in sorted(PROJECT_ACTIONS):
         for actor in (ANONYMOUS, outsider, SHARE_8):
             decision = decide(actor, action, PRIVATE)  # type: ignore[arg-type]
@@ -80,7 +80,7 @@ def test_a_read_only_key_never_writes() -> None:
         assert (decision.allowed, decision.status) == (False, 403)
         assert "read-only" in decision.reason
     assert not decide(actor, "create-project").allowed
-    read_admin = Actor("user", user_id=1, is_admin=True, can_write=False)
+    read_admin = Actor("read-key", user_id=1, is_admin=True)
     assert decide(read_admin, "read-logs", PRIVATE).allowed
     assert not decide(read_admin, "manage-project", PRIVATE).allowed
 
@@ -97,7 +97,7 @@ def test_a_share_link_opens_one_run_as_public_would() -> None:
 
 
 def test_instance_actions() -> None:
-    signed_in = Actor("user", user_id=1, can_write=True)
+    signed_in = Actor("session", user_id=1)
     assert decide(ANONYMOUS, "view-instance").allowed
     assert decide(ANONYMOUS, "manage-account").status == 401
     assert decide(signed_in, "manage-account").allowed
@@ -108,7 +108,7 @@ def test_instance_actions() -> None:
 
 
 def test_every_action_is_decided_for_every_actor() -> None:
-    actors = (ANONYMOUS, ADMIN_KEY, SHARE_7, Actor("user", user_id=1, can_write=True))
+    actors = (ANONYMOUS, ADMIN_KEY, SHARE_7, Actor("session", user_id=1))
     for action in ACTIONS:
         for actor in actors:
             facts = PUBLIC if action in PROJECT_ACTIONS else None

@@ -6,6 +6,7 @@ import dataclasses
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -30,25 +31,42 @@ class World:
     run_id: int
 
 
-def _sign_in(client: TestClient, login: str) -> dict[str, str]:
+def session_headers(client: TestClient, login: str) -> dict[str, str]:
+    """Sign ``login`` in as a browser does: the session cookie stays in ``client`` (until
+    ``client.cookies.clear()``), and these headers make its writes the page's own."""
     answer = client.post(
         "/api/v1/session",
         json={"login": login, "password": PASSWORD},
         headers={"Authorization": ""},
     )
     assert answer.status_code == 200, answer.text
-    key = client.post(
-        "/api/v1/keys",
-        json={"name": "tests", "scope": "write"},
-        headers={
-            "Authorization": "",
-            "Origin": "http://testserver",
-            "X-CSRF-Token": answer.json()["csrf_token"],
-        },
-    )
+    return {
+        "Authorization": "",
+        "Origin": "http://testserver",
+        "X-CSRF-Token": answer.json()["csrf_token"],
+    }
+
+
+def make_key(client: TestClient, login: str, scope: str = "write", name: str = "tests") -> Any:
+    """A new API key of ``login``'s, made as people make them: signed in, in a browser
+    session (keys never make keys). The answer's JSON: id, name, scope and key."""
+    headers = session_headers(client, login)
+    key = client.post("/api/v1/keys", json={"name": name, "scope": scope}, headers=headers)
     client.cookies.clear()
     assert key.status_code == 201, key.text
-    return {"Authorization": f"Bearer {key.json()['key']}"}
+    return key.json()
+
+
+def revoke_key(client: TestClient, login: str, key_id: int) -> None:
+    """Revoke one of ``login``'s keys, signed in as ``login``."""
+    headers = session_headers(client, login)
+    revoked = client.delete(f"/api/v1/keys/{key_id}", headers=headers)
+    client.cookies.clear()
+    assert revoked.status_code == 200, revoked.text
+
+
+def _sign_in(client: TestClient, login: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {make_key(client, login)['key']}"}
 
 
 #: One evaluation trajectory of the private project's run r1 (its ID is 1).
@@ -175,13 +193,9 @@ def world(settings: Settings) -> Iterator[World]:
                 .values(expires_at=time.time() - 1)
             )
         )
-        revoked_key = client.post(
-            "/api/v1/keys", json={"name": "old", "scope": "write"}, headers=owner
-        ).json()
-        client.delete(f"/api/v1/keys/{revoked_key['id']}", headers=owner)
-        read_key = client.post(
-            "/api/v1/keys", json={"name": "ro", "scope": "read"}, headers=owner
-        ).json()
+        revoked_key = make_key(client, "owner", name="old")
+        revoke_key(client, "owner", revoked_key["id"])
+        read_key = make_key(client, "owner", scope="read", name="ro")
         callers.update(
             {
                 "anonymous": {"Authorization": ""},

@@ -36,6 +36,7 @@ from tuneplane.contract.access import (
     SHARE_LINK_PREFIX,
     Action,
     Actor,
+    Credential,
     ProjectFacts,
     decide,
 )
@@ -64,11 +65,16 @@ class Rule:
     action: Action | Special
     #: Query parameters naming ``project/run/…`` that each need ``action`` (matched views).
     query_targets: tuple[str, ...] = ()
+    #: A project-wide read whose answer holds only the runs named by ``?runs=``: narrowed to
+    #: one run, a share link of that run may read it. Every other project-wide route stays
+    #: closed to share links, whatever the query says.
+    narrows_to_runs: bool = False
 
 
 _API = "/api/v1/projects/{project}"
 _RUN = _API + "/runs/{run}"
 _READ = Rule("read-run")
+_READ_RUNS = Rule("read-run", narrows_to_runs=True)
 
 #: Every route: (method, path template) -> rule. HEAD follows GET.
 RULES: Final[dict[tuple[str, str], Rule]] = {
@@ -115,10 +121,10 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     # Reads.
     ("GET", "/api/v1/projects"): Rule("view-instance"),
     ("GET", _API + "/runs"): _READ,
-    ("GET", _API + "/metrics"): _READ,
-    ("GET", _API + "/points/{metric}"): _READ,
-    ("GET", _API + "/points"): _READ,
-    ("GET", _API + "/stream"): _READ,
+    ("GET", _API + "/metrics"): _READ_RUNS,
+    ("GET", _API + "/points/{metric}"): _READ_RUNS,
+    ("GET", _API + "/points"): _READ_RUNS,
+    ("GET", _API + "/stream"): _READ_RUNS,
     ("GET", _RUN): _READ,
     ("GET", _RUN + "/metrics"): _READ,
     ("GET", _RUN + "/metrics/{metric}"): _READ,
@@ -177,7 +183,8 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     # Single sign-on: before any sign-in; the flow cookie and its state stand for the caller.
     ("GET", "/sign-in/oidc"): Rule("anyone"),
     ("GET", "/sign-in/oidc/callback"): Rule("anyone"),
-    # A user's own API keys.
+    # A user's own API keys: a signed-in browser's session only (API keys never manage
+    # keys: contract.access.CREDENTIAL_ACTIONS).
     ("GET", "/api/v1/keys"): Rule("manage-account"),
     ("POST", "/api/v1/keys"): Rule("manage-account"),
     ("DELETE", "/api/v1/keys/{key_id}"): Rule("manage-account"),
@@ -224,38 +231,48 @@ class Caller:
 def resolve_caller(connection: Connection, request: Request) -> Caller:
     credential = bearer(request)
     if credential is not None:
-        return Caller(_bearer_actor(connection, credential))
+        return Caller(_bearer_actor(connection, request, credential))
     token = request.cookies.get(SESSION_COOKIE)
     if token and token.startswith(SESSION_PREFIX):
         user = accounts.session_user(connection, token)
         if user is not None:
-            actor = Actor("user", user_id=user.id, is_admin=user.is_admin, can_write=True)
+            actor = Actor("session", user_id=user.id, is_admin=user.is_admin)
             return Caller(actor, session_token=token, login=user.login)
     shared = request.cookies.get(SHARE_COOKIE)
     if shared and shared.startswith(SHARE_LINK_PREFIX):
         run_id = access.share_link_run(connection, shared)
         if run_id is not None:
-            return Caller(Actor("share_link", share_run_id=run_id))
+            return Caller(Actor("share-link", share_run_id=run_id))
     return Caller(ANONYMOUS)
 
 
-def _bearer_actor(connection: Connection, credential: str) -> Actor:
+def api_key_actor(connection: Connection, key: str) -> Actor | None:
+    """The holder of an API key (an account's read or write key, or the admin key) as an
+    actor; None for a key that is unknown, revoked, or whose account is disabled."""
+    holder = credentials.resolve_api_key(connection, key)
+    if holder is None:
+        return None
+    if holder.user_id is None:
+        return Actor("admin-key", is_admin=True)
+    scope: Credential = "write-key" if holder.can_write else "read-key"
+    return Actor(scope, user_id=holder.user_id, is_admin=holder.is_admin)
+
+
+def _bearer_actor(connection: Connection, request: Request, credential: str) -> Actor:
     if credential.startswith(API_KEY_PREFIX):
-        holder = credentials.resolve_api_key(connection, credential)
-        if holder is None:
+        actor = api_key_actor(connection, credential)
+        if actor is None:
             raise Unauthorized("authorization: the API key is not valid (unknown or revoked)")
-        if holder.user_id is None:
-            return Actor("admin_key", is_admin=True, can_write=True)
-        return Actor(
-            "user", user_id=holder.user_id, is_admin=holder.is_admin, can_write=holder.can_write
-        )
+        return actor
     if credential.startswith(SHARE_LINK_PREFIX):
         run_id = access.share_link_run(connection, credential)
         if run_id is None:
             raise Unauthorized("authorization: the share link is not valid (revoked or expired)")
-        return Actor("share_link", share_run_id=run_id)
-    # Anything else (the Arena secret, say) authorizes nothing here: the caller is
-    # anonymous, exactly as without it.
+        return Actor("share-link", share_run_id=run_id)
+    secret = app_state(request).settings.ingest_secret
+    if secret is not None and secret.matches(credential):
+        return Actor("arena-secret")
+    # Anything else authorizes nothing here: the caller is anonymous, exactly as without it.
     return ANONYMOUS
 
 
@@ -309,7 +326,7 @@ def require(
     """Raise unless ``actor`` may do ``action`` on ``project`` (and ``run``). A project the
     actor may not read is reported as missing, exactly as one that does not exist. The
     facts read are kept in ``memo``, for the route's :func:`permissions`."""
-    run_id = _run_id(connection, project, run) if actor.kind == "share_link" else None
+    run_id = _run_id(connection, project, run) if actor.credential == "share-link" else None
     facts = access.project_facts(connection, actor, project, run_id)
     if memo is not None and facts is not None:
         memo[project] = facts
@@ -333,7 +350,7 @@ def permissions(
     actor = caller_of(request).actor
     facts = getattr(request.state, "facts", {}).get(project)
     # A run matters to the decision for share links only (the one run they open).
-    if facts is None or (actor.kind == "share_link" and facts.run_id != run_id):
+    if facts is None or (actor.credential == "share-link" and facts.run_id != run_id):
         facts = access.project_facts(connection, actor, project, run_id)
     if facts is None:
         return dict.fromkeys(_PERMISSIONS, False)
@@ -396,10 +413,10 @@ def _decide_rule(connection: Connection, request: Request, actor: Actor, rule: R
         return
     if action in PROJECT_ACTIONS:
         run = params.get("run")
-        if run is None and actor.kind == "share_link":
+        if run is None and rule.narrows_to_runs and actor.credential == "share-link":
             # A project-wide read narrowed to one run (``?runs=r1``) is a read of that run.
-            named = request.query_params.get("runs", "")
-            run = named if named and "," not in named else None
+            named = request.query_params.getlist("runs")
+            run = named[0] if len(named) == 1 and "," not in named[0] else None
         require(connection, actor, action, params["project"], run, request.state.facts)
     else:
         _require_instance(actor, action)

@@ -7,11 +7,11 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
-from tuneplane.contract.access import KEY_SCOPES
+from tuneplane.contract.access import KEY_SCOPES, KeyScope, may_mint
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.ids import id_problem
 from tuneplane.contract.limits import ROW_ID_MAX
-from tuneplane.server.access import caller_of
+from tuneplane.server.access import Forbidden, caller_of
 from tuneplane.server.body import read_json
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
@@ -29,7 +29,7 @@ def _user_id(request: Request) -> int:
     return user_id
 
 
-def _parse(body: Any) -> tuple[str, str]:
+def _parse(body: Any) -> tuple[str, KeyScope]:
     if not isinstance(body, dict):
         raise InvalidInput((Violation("body", "must be an object"),))
     name, scope = body.get("name"), body.get("scope", "read")
@@ -50,6 +50,8 @@ async def create_key(request: Request) -> Response:
     answer only (the server keeps its hash)."""
     name, scope = _parse(await read_json(request, _BODY_MAX))
     user_id = _user_id(request)
+    if not may_mint(caller_of(request).actor, scope):
+        raise Forbidden(f"scope: this credential may not make a {scope} key (wider than its own)")
     key_id, key = await app_state(request).database.write(
         credentials.create_api_key, user_id, name, scope
     )

@@ -57,13 +57,8 @@ def readable_project_names(connection: Connection, actor: Actor) -> set[str] | N
     if actor.is_admin:
         return None
     public = select(projects.c.name).where(projects.c.visibility == "public")
-    if actor.kind == "share_link" and actor.share_run_id is not None:
-        query = public.union(
-            select(projects.c.name)
-            .join(runs, runs.c.project_id == projects.c.id)
-            .where(runs.c.id == actor.share_run_id)
-        )
-    elif actor.user_id is not None:
+    # A share link opens one run, never its project's place in a list (nor its run count).
+    if actor.user_id is not None:
         query = public.union(
             select(projects.c.name)
             .join(memberships, memberships.c.project_id == projects.c.id)
