@@ -174,6 +174,15 @@ SERVE_CASES = [
         for raw in ("yes", "ON", "1", "false")
     ],
     *[
+        (
+            "TUNEPLANE_OUTBOUND_ALLOW",
+            raw,
+            f"TUNEPLANE_OUTBOUND_ALLOW={raw!r}: must be networks such as 10.0.0.0/8, addresses "
+            "or host names such as hooks.internal, comma-separated",
+        )
+        for raw in ("10.0.0.1/8", "127.1", "2130706433", "hooks internal", "10.0.0.0/8,,x")
+    ],
+    *[
         ("TUNEPLANE_ROOT_PATH", raw, f"TUNEPLANE_ROOT_PATH={raw!r}: {ROOT_PATHS}")
         for raw in ("tuneplane", "/api", "/static/x", "/a//b", "/a b", "/../x", '/"><x')
     ],

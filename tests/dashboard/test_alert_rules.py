@@ -57,7 +57,12 @@ class Server(MembersServer):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    env = {"TUNEPLANE_WEBHOOK_RETRY_SECONDS": "0.2", "TUNEPLANE_ALERT_CHECK_INTERVAL": "0.5"}
+    env = {
+        "TUNEPLANE_WEBHOOK_RETRY_SECONDS": "0.2",
+        "TUNEPLANE_ALERT_CHECK_INTERVAL": "0.5",
+        # The webhook below is on loopback, which outbound calls reach only when listed.
+        "TUNEPLANE_OUTBOUND_ALLOW": "127.0.0.1",
+    }
     for base, key in serve_with_members(tmp_path_factory, "alert-rules", env):
         yield Server(base, key)
 

@@ -3,6 +3,7 @@ tried by every kind of caller, on SQLite and PostgreSQL (docs/access.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -10,10 +11,19 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from tests.server.conftest import OPEN_PROJECT, PASSWORD, SECRET_PROJECT, World
+from tuneplane.contract.outbound import parse_allow_list
 from tuneplane.server.access import RULES, rule_for
 from tuneplane.server.app import create_app
 from tuneplane.server.settings import Settings
 from tuneplane.store import accounts
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The webhook made below is on loopback, which outbound calls reach when listed."""
+    listed = parse_allow_list("127.0.0.1")
+    assert listed is not None
+    return dataclasses.replace(settings, outbound_allow=listed)
 
 
 def app_routes(app: FastAPI) -> set[tuple[str, str]]:

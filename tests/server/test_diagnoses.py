@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.server.conftest import admin_client
+from tuneplane.contract.outbound import RULE, AllowList, parse_allow_list
 from tuneplane.server.settings import DiagnosisSettings, Secret, Settings
 
 RUN = "/api/v1/projects/demo/runs/job"
@@ -119,6 +120,8 @@ class _ChatCompletions(BaseHTTPRequestHandler):
         answer = {"choices": [{"message": {"role": "assistant", "content": "Lower the batch."}}]}
         payload = json.dumps(answer if self.status == 200 else {"error": "down"}).encode()
         self.send_response(self.status)
+        if self.status == 307:
+            self.send_header("location", "/v1/elsewhere")
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(payload)))
         self.end_headers()
@@ -140,11 +143,55 @@ def llm() -> Iterator[str]:
     server.server_close()
 
 
-def _explained(settings: Settings, llm: str) -> Iterator[TestClient]:
+def _explained(
+    settings: Settings, llm: str, allow: str | None = "127.0.0.1"
+) -> Iterator[TestClient]:
+    """The app with the language model stand-in on loopback, which the operator lists
+    (``allow``: None, the default policy of public addresses only)."""
+    listed = AllowList() if allow is None else parse_allow_list(allow)
+    assert listed is not None
     configured = dataclasses.replace(
-        settings, diagnosis=DiagnosisSettings(llm, "tiny-model", Secret("sk-diagnosis-key"))
+        settings,
+        diagnosis=DiagnosisSettings(llm, "tiny-model", Secret("sk-diagnosis-key")),
+        outbound_allow=listed,
     )
     yield from admin_client(configured)
+
+
+def _explanation(api: TestClient, state: str) -> dict[str, Any]:
+    """The diagnosis once its explanation reached ``state``."""
+    deadline = time.monotonic() + 20
+    while (diagnoses(api)[0]["explanation"] or {}).get("state") != state:
+        assert time.monotonic() < deadline, diagnoses(api)
+        time.sleep(0.05)
+    (diagnosis,) = diagnoses(api)
+    return diagnosis
+
+
+def test_a_language_model_on_loopback_is_refused_unless_listed(
+    settings: Settings, llm: str
+) -> None:
+    for api in _explained(settings, llm, allow=None):
+        token = start(api)
+        log(api, token, OOM)
+        end(api, token, 1)
+        diagnosis = _explanation(api, "failed")
+        assert diagnosis["state"] == "done"  # the rule findings stand
+        assert [f["code"] for f in diagnosis["findings"]] == ["cuda_oom", "python_exception"]
+        assert diagnosis["explanation"]["error"] == (
+            f"TUNEPLANE_DIAGNOSIS_URL refused by policy: 127.0.0.1 is a loopback address; {RULE}"
+        )
+    assert _ChatCompletions.received == []
+
+
+def test_a_language_model_that_redirects_is_not_followed(settings: Settings, llm: str) -> None:
+    _ChatCompletions.status = 307
+    for api in _explained(settings, llm):
+        token = start(api)
+        log(api, token, OOM)
+        end(api, token, 1)
+        assert "answered 307" in _explanation(api, "failed")["explanation"]["error"]
+    assert len(_ChatCompletions.received) == 1  # /v1/elsewhere was never asked
 
 
 def test_a_configured_language_model_explains_beside_the_findings(

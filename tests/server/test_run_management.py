@@ -19,12 +19,21 @@ from tests.helpers import log
 from tests.server.conftest import admin_client
 from tests.server.test_trajectories import blob_keys, evaluation, messages, rollout
 from tuneplane.contract.arena import parse_arena_batch
+from tuneplane.contract.outbound import parse_allow_list
 from tuneplane.server.settings import Settings
 from tuneplane.store.arena import ArenaIngest
 from tuneplane.store.database import Database
 from tuneplane.store.schema import metadata, metrics, projects, runs
 
 API = "/api/v1/projects"
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """A webhook made below is on loopback, which outbound calls reach when listed."""
+    listed = parse_allow_list("127.0.0.1")
+    assert listed is not None
+    return dataclasses.replace(settings, outbound_allow=listed)
 
 
 @pytest.fixture(params=["directory", "s3"])

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from tuneplane.contract.alert_rules import parse_webhook
+from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.server.body import read_json
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
@@ -104,8 +105,13 @@ async def list_webhooks(request: Request, project: str) -> Response:
 @router.post("/webhooks", status_code=201)
 async def create_webhook(request: Request, project: str) -> Response:
     """A webhook: ``url``, ``format`` (``json``, or ``slack`` for ``{"text": …}``), ``name``.
-    The answer carries its signing ``secret``, shown this once."""
+    The answer carries its signing ``secret``, shown this once. A URL the outbound policy
+    refuses (a loopback or private address, unless the operator allows it) is a 422."""
     spec = parse_webhook(await read_json(request, _BODY_MAX))
+    # Judged again at every delivery: what a name resolves to may change.
+    problem = await app_state(request).outbound.problem_with(spec.url)
+    if problem is not None:
+        raise InvalidInput((Violation("url", problem),))
 
     def write(connection: Connection) -> dict[str, Any]:
         return webhooks.create_webhook(connection, _project(connection, project), spec)

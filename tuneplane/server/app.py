@@ -50,6 +50,7 @@ from tuneplane.server.body import BodyDeadline
 from tuneplane.server.headers import ResponseHeaders
 from tuneplane.server.live import LiveHub
 from tuneplane.server.models import ErrorOut, IngestResult
+from tuneplane.server.outbound import OutboundPolicy
 from tuneplane.server.prefix import RootPath
 from tuneplane.server.responses import (
     JSON,
@@ -120,7 +121,9 @@ def _start_alerting(state: AppState) -> list[asyncio.Task[None]]:
             alert_checker.check_forever(state.alerts, state.database, settings.alert_check_interval)
         ),
         asyncio.create_task(
-            webhook_sender.deliver_forever(state.alerts, state.database, settings.webhook_retry)
+            webhook_sender.deliver_forever(
+                state.alerts, state.database, settings.webhook_retry, state.outbound
+            )
         ),
     ]
 
@@ -223,6 +226,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         database=database,
         arena=ArenaIngest(database, alerts.after_arena),
         alerts=alerts,
+        outbound=OutboundPolicy(settings.outbound_allow),
         live=live,
         blobs=open_blob_store(settings.blob_url, settings.data_dir),
         first_admin=FirstAdmin(_first_admin_token(database)),

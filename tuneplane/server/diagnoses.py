@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from tuneplane.diagnostics import Evidence, Finding, LogLine, Series, diagnose, explain
+from tuneplane.server.outbound import OutboundPolicy, Refused
 from tuneplane.server.responses import JSON
 from tuneplane.server.settings import DiagnosisSettings
 from tuneplane.server.state import AppState, app_state
@@ -68,19 +69,26 @@ async def _findings(
 
 
 async def _explanation(
-    settings: DiagnosisSettings, evidence: Evidence, findings: list[Finding]
+    settings: DiagnosisSettings,
+    outbound: OutboundPolicy,
+    evidence: Evidence,
+    findings: list[Finding],
 ) -> dict[str, Any]:
-    """The language model's explanation, or why there is none; never raises."""
+    """The language model's explanation, or why there is none; never raises. It is called
+    by the outbound policy, and a redirect is an answer like any other (not 200: failed)."""
     headers = {} if settings.key is None else {"Authorization": f"Bearer {settings.key.reveal()}"}
     body = explain.request_body(settings.model, evidence, findings)
     try:
-        async with httpx.AsyncClient(timeout=EXPLAIN_TIMEOUT) as client:
+        async with outbound.client(EXPLAIN_TIMEOUT) as client:
             answer = await client.post(
                 settings.url + "/chat/completions", json=body, headers=headers
             )
         if answer.status_code != 200:
             raise ValueError(f"{settings.url} answered {answer.status_code}")
         text = explain.read_answer(answer.json())
+    except Refused as exc:
+        error = f"TUNEPLANE_DIAGNOSIS_URL refused by policy: {exc}"
+        return {"state": "failed", "model": settings.model, "error": error}
     except (httpx.HTTPError, ValueError) as exc:
         return {"state": "failed", "model": settings.model, "error": str(exc) or type(exc).__name__}
     return {"state": "done", "model": settings.model, "text": text}
@@ -134,7 +142,7 @@ async def _explain(
     try:
         pending = {"state": "running", "model": llm.model}
         await state.database.write(records.explain, diagnosis, pending, key=run_id)
-        explanation = await _explanation(llm, evidence, findings)
+        explanation = await _explanation(llm, state.outbound, evidence, findings)
         await state.database.write(records.explain, diagnosis, explanation, key=run_id)
         state.live.notify(run_id)
     except Exception as exc:

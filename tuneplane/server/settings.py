@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
-from tuneplane.contract import oidc
+from tuneplane.contract import oidc, outbound
 from tuneplane.contract import settings as rules
 from tuneplane.contract.access import Visibility
 from tuneplane.contract.datadir import (
@@ -229,6 +229,15 @@ ROOT_PATH: Final = Setting(
     "stream, cookie and redirect then carries it. Requests without it are still answered.",
     default_text="unset",
 )
+OUTBOUND_ALLOW: Final[Setting[outbound.AllowList]] = Setting(
+    "TUNEPLANE_OUTBOUND_ALLOW",
+    rules.Rule(outbound.ALLOW_RULE, outbound.parse_allow_list),
+    None,
+    "Internal targets webhooks and TUNEPLANE_DIAGNOSIS_URL may call: networks, addresses "
+    "and host names, comma-separated (a listed name is called whatever it resolves to). "
+    "Unset: public addresses only.",
+    default_text="unset",
+)
 
 TRACKIO_IMPORT: Final = Setting(
     "TUNEPLANE_TRACKIO_IMPORT",
@@ -361,6 +370,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     SWEEP_INTERVAL,
     ALERT_CHECK_INTERVAL,
     WEBHOOK_RETRY,
+    OUTBOUND_ALLOW,
     TRACKIO_IMPORT,
     DIAGNOSIS_URL,
     DIAGNOSIS_MODEL,
@@ -410,6 +420,8 @@ class Settings:
     sweep_interval: float = SWEEP_INTERVAL_SECONDS_DEFAULT
     alert_check_interval: float = 10.0
     webhook_retry: float = 10.0
+    #: Internal targets outbound calls may reach (contract/outbound.py).
+    outbound_allow: outbound.AllowList = outbound.PUBLIC_ONLY
     trackio_import: bool = True
     diagnosis: DiagnosisSettings | None = None
     lost_heartbeat: float = LOST_HEARTBEAT_SECONDS_DEFAULT
@@ -449,6 +461,7 @@ class Settings:
             sweep_interval=reader.read(SWEEP_INTERVAL),
             alert_check_interval=reader.read(ALERT_CHECK_INTERVAL),
             webhook_retry=reader.read(WEBHOOK_RETRY),
+            outbound_allow=reader.get(OUTBOUND_ALLOW) or outbound.PUBLIC_ONLY,
             trackio_import=reader.read(TRACKIO_IMPORT),
             diagnosis=_diagnosis(reader),
             lost_heartbeat=reader.read(LOST_HEARTBEAT),

@@ -12,6 +12,7 @@ from starlette.requests import HTTPConnection
 from tuneplane.blobs import BlobStore
 from tuneplane.server.alerting import AlertEngine
 from tuneplane.server.live import LiveHub
+from tuneplane.server.outbound import OutboundPolicy
 from tuneplane.server.settings import Settings
 from tuneplane.store.arena import ArenaIngest
 from tuneplane.store.credentials import TokenScope
@@ -50,6 +51,8 @@ class AppState:
     blobs: BlobStore
     #: Server-side alert rules (server/alerting.py).
     alerts: AlertEngine
+    #: Where webhooks and the diagnosis language model may be called (server/outbound.py).
+    outbound: OutboundPolicy
     live: LiveHub = field(default_factory=LiveHub)
     #: What ingest tokens already seen resolve to, by hash (whether one may still write
     #: is checked by each write itself).

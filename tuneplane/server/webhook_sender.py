@@ -7,6 +7,10 @@ Each body carries ``X-Tuneplane-Signature: sha256=<hex>``, the HMAC-SHA256 of th
 bytes sent under the webhook's secret, ``X-Tuneplane-Event`` (``alert.opened`` or
 ``alert.resolved``) and ``X-Tuneplane-Delivery`` (the delivery's id: a receiver that saw
 it already can ignore a retry).
+
+Deliveries go out by the outbound policy (server/outbound.py): a URL whose name now
+resolves to an address the policy refuses is logged "refused by policy", and every way of
+getting no HTTP answer at all is logged as the one word "failed".
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from starlette.concurrency import run_in_threadpool
 from tuneplane import __version__
 from tuneplane.contract.alert_rules import SIGNATURE_HEADER, WEBHOOK_TIMEOUT_SECONDS
 from tuneplane.server.alerting import AlertEngine
+from tuneplane.server.outbound import OutboundPolicy, Refused
 from tuneplane.store import alert_episodes, webhooks
 from tuneplane.store.database import Database
 from tuneplane.store.webhooks import Due
@@ -32,6 +37,8 @@ logger = logging.getLogger("tuneplane")
 #: Seconds between two looks for due deliveries when nothing wakes the sender (retries,
 #: and deliveries queued by other server processes).
 POLL_SECONDS: Final = 2.0
+#: A delivery's error when no HTTP answer came, whatever the reason.
+FAILED: Final = "failed"
 
 
 def signature(secret: str, body: bytes) -> str:
@@ -49,8 +56,12 @@ async def _send(client: httpx.AsyncClient, due: Due) -> tuple[int | None, str | 
     }
     try:
         answer = await client.post(due.url, content=due.body, headers=headers)
-    except httpx.HTTPError as exc:
-        return None, f"{type(exc).__name__}: {exc}"
+    except Refused as exc:
+        return None, f"refused by policy: {exc}"
+    except (httpx.HTTPError, httpx.InvalidURL):
+        # One word for every way of not getting an answer: a refused connection, a timeout
+        # and a TLS error read differently would let an editor map the network, port by port.
+        return None, FAILED
     if 200 <= answer.status_code < 300:
         return answer.status_code, None
     return answer.status_code, f"HTTP {answer.status_code}"
@@ -88,10 +99,11 @@ async def deliver_due(database: Database, client: httpx.AsyncClient, first_retry
     return len(due)
 
 
-async def deliver_forever(engine: AlertEngine, database: Database, first_retry: float) -> None:
+async def deliver_forever(
+    engine: AlertEngine, database: Database, first_retry: float, outbound: OutboundPolicy
+) -> None:
     wanted = engine.delivery_wanted
-    timeout = httpx.Timeout(WEBHOOK_TIMEOUT_SECONDS)
-    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
+    async with outbound.client(WEBHOOK_TIMEOUT_SECONDS) as client:
         while not engine.stopping.is_set():
             wanted.clear()
             try:
