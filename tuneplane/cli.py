@@ -780,8 +780,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Telemetry failures never stop CMD; the exit code is CMD's.",
         usage="tuneplane run --project P --run R [options] -- CMD [ARGS ...]",
     )
-    run.add_argument("--project", required=True, help="project ID")
-    run.add_argument("--run", required=True, help="run ID (created, or resumed when it exists)")
+    run.add_argument("--project", required=True, help="project name (its ID is derived from it)")
+    run.add_argument(
+        "--run",
+        required=True,
+        help="run name, any text (created, or resumed when it exists; its ID is derived)",
+    )
     run.add_argument("--config", help="run config: a JSON object, or @FILE holding one")
     run.add_argument("--group", help="the run's group (the runs of one sweep or seed set)")
     run.add_argument("--tag", action="append", help="a tag of the run (repeat for more)")

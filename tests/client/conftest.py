@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.client.runs import Server
+from tests.conftest import scratch_postgres
 from tests.serving import running_server
 
 
@@ -23,10 +24,11 @@ def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="package")
-def postgres_server(
-    tmp_path_factory: pytest.TempPathFactory, pg_database_url: str
-) -> Iterator[Server]:
-    yield from _serve(tmp_path_factory, "--database-url", pg_database_url)
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    # A database of its own: the store tests' fixture empties the shared one between tests,
+    # which would take this server's admin key with it.
+    with scratch_postgres() as url:
+        yield from _serve(tmp_path_factory, "--database-url", url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

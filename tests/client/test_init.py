@@ -235,3 +235,60 @@ def test_bad_rank_variables_are_named(server: Server, env: dict[str, str], messa
     done = script(server, f'import tuneplane\ntuneplane.init("{PROJECT}", "{fresh()}")', **env)
     assert done.returncode == 1
     assert message in done.stderr
+
+
+def test_any_name_people_give_is_a_run_with_that_display_name(server: Server) -> None:
+    """``qwen2.5-sft``, spaces and ``=`` (W&B and Trackio accept them): the run gets the ID
+    contract.ids.id_for_name derives, keeps the name as its display name, and a second
+    ``init()`` with the same name resumes the same run."""
+    name = f"qwen2.5-sft lr=1e-5 {uuid.uuid4().hex[:6]}"
+    code = f"""
+        import tuneplane
+        for _ in range(2):
+            r = tuneplane.init(project="{PROJECT}", name={name!r})
+            assert r.reporting, r
+            tuneplane.log({{"loss": 0.5}})
+            tuneplane.finish()
+        print(r.name)
+        """
+    done = script(server, code)
+    assert done.returncode == 0, done.stderr
+    from tuneplane.contract.ids import id_for_name
+
+    run = id_for_name(name)
+    assert done.stdout.split() == [run]
+    found = server.run(run)
+    assert (found["display_name"], found["attempt"], found["status"]) == (name, 2, "succeeded")
+    # A name no rule can keep is said once on stderr; training goes on, under its ID.
+    odd = script(
+        server,
+        f"""
+        import tuneplane
+        r = tuneplane.init(project="{PROJECT}", name="tab\\there")
+        assert r.reporting, r
+        tuneplane.finish()
+        """,
+    )
+    assert odd.returncode == 0, odd.stderr
+    assert "name 'tab\\there': must be 1-256 characters" in odd.stderr
+    assert server.run(id_for_name("tab\there"))["display_name"] is None
+
+
+def test_a_second_init_finishes_the_first_run(server: Server) -> None:
+    first, second = fresh(), fresh()
+    done = script(
+        server,
+        f"""
+        import tuneplane
+        tuneplane.init(project="{PROJECT}", name="{first}")
+        tuneplane.log({{"loss": 1.0}})
+        tuneplane.init(project="{PROJECT}", name="{second}")  # a notebook's next cell
+        tuneplane.log({{"loss": 2.0}})
+        tuneplane.finish()
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"finishing {PROJECT}/{first} first" in done.stderr
+    assert server.run(first)["status"] == "succeeded"
+    assert points(server, first, "loss") == [(0, 1.0)]
+    assert points(server, second, "loss") == [(0, 2.0)]

@@ -8,6 +8,7 @@ import uuid
 
 from tests.client.runs import PROJECT, Server
 from tests.client.test_init import metric_names, points, script
+from tuneplane.contract.ids import id_for_name
 
 TRAIN = """
 import torch, tuneplane
@@ -50,12 +51,13 @@ def test_a_trainer_reports_its_logs_config_evaluation_and_outcome(
 ) -> None:
     run = f"hf-{uuid.uuid4().hex[:8]}"
     train(server, tmp_path, run)
-    name = f"outputs-{run}"  # the run_name, made an ID
+    name = id_for_name(f"outputs/{run}")  # the run_name's ID; the name is kept for people
     assert [step for step, _ in points(server, name, "train/loss")] == [2, 4, 6]
     assert [step for step, _ in points(server, name, "eval/loss")] == [3, 6]
     assert {"train/learning_rate", "train/grad_norm", "train/epoch"} <= metric_names(server, name)
     assert not any(m.startswith("train/train_runtime") for m in metric_names(server, name))
     found = server.run(name)
+    assert found["display_name"] == f"outputs/{run}"
     assert found["config"]["training_args"]["learning_rate"] == 1e-3
     assert found["config"]["model_config"]["n_embd"] == 16
     assert found["status"] == "succeeded"
@@ -80,7 +82,7 @@ trainer.add_callback(Crash())
 trainer.train()
 """
     train(server, tmp_path, run, crash)
-    name = f"outputs-{run}"
+    name = id_for_name(f"outputs/{run}")
     assert [step for step, _ in points(server, name, "train/loss")] == [2]
     assert server.run(name)["status"] == "failed"
 

@@ -101,6 +101,8 @@ def test_a_private_project_signed_in_signed_out_and_shared(
         key = page.locator(".key-value").inner_text()
         assert key.startswith("tpk_")
         expect(page.locator("table.keys tbody tr")).to_have_count(1)
+        # The form's default is the key training code needs: read and write.
+        expect(page.locator("table.keys tbody")).to_contain_text("read and write")
         listed = httpx.get(f"{base}/api/v1/projects", headers={"Authorization": f"Bearer {key}"})
         assert [p["project"] for p in listed.json()] == ["private-lab"]
         page.get_by_role("button", name="revoke").click()

@@ -109,6 +109,26 @@ def test_a_trackio_script_logs_into_tuneplane_exactly_once_and_resumes(
     assert [p["step"] for p in points] == list(range(8))
 
 
+def test_a_run_named_as_people_name_runs_is_stored_and_resumed(
+    server: Server, tmp_path: Path
+) -> None:
+    """``qwen2.5-sft lr=1e-5`` (Trackio accepts it): the run gets the ID every path derives
+    (contract.ids.id_for_name), keeps the name as its display name, and resumes by it."""
+    from tuneplane.contract.ids import id_for_name
+
+    project, name = f"tk {uuid.uuid4().hex[:6]}.demo", "qwen2.5-sft lr=1e-5"
+    first = trackio_run(server.base, server.key, tmp_path, project=project, name=name, steps=3)
+    assert "could not" not in first["stderr"], first["stderr"]
+    path = f"/api/v1/projects/{id_for_name(project, 'project')}/runs/{id_for_name(name)}"
+    run = server.get(path)
+    assert (run["display_name"], run["last_step"]) == (name, 2)
+    resumed = trackio_run(
+        server.base, server.key, tmp_path, project=project, name=name, resume="must", steps=2
+    )
+    assert resumed["first_step"] == 3
+    assert server.get(path)["last_step"] == 4
+
+
 def _log_ids(request: bytes) -> list[str]:
     return re.findall(rb'"log_id":\s*"([0-9a-f]+)"', request)  # type: ignore[return-value]
 

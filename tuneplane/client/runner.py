@@ -42,7 +42,7 @@ from tuneplane.client.transport import Outcome, RetryPolicy, Transport
 from tuneplane.contract import environment
 from tuneplane.contract.datadir import resolve_data_dir
 from tuneplane.contract.errors import InvalidInput
-from tuneplane.contract.ids import id_problem
+from tuneplane.contract.ids import display_name_problem, id_for_name
 from tuneplane.contract.limits import RUN_CONFIG_MAX_BYTES
 from tuneplane.contract.protocol import RunStatus
 from tuneplane.contract.run_meta import meta_fields
@@ -120,7 +120,7 @@ class RunnerOptions:
         rule (the command's own SDK settings included)."""
         env = os.environ if environ is None else environ
         for label, value in (("--project", project), ("--run", run)):
-            problem = id_problem(value)
+            problem = display_name_problem(value)
             if problem is not None:
                 raise UsageError(f"{label} {value!r}: {problem}")
         try:
@@ -128,6 +128,11 @@ class RunnerOptions:
         except InvalidInput as exc:
             flag = exc.violations[0].field.partition("[")[0].replace("tags", "tag")
             raise UsageError(f"--{flag}: {exc.violations[0].rule}") from None
+        # People name runs as they like; the run's ID is derived from the name, which is
+        # kept as its display name (the same mapping as init() and the Trackio protocol).
+        if id_for_name(run) != run:
+            meta["display_name"] = run
+        project, run = id_for_name(project, fallback="project"), id_for_name(run)
         args = list(command)
         if args and args[0] == "--":
             args = args[1:]
@@ -307,7 +312,9 @@ def _call(
     if outcome.delivered:
         return outcome
     if outcome.status in (401, 403):
-        why = f"the server refused the API key ({outcome.status})"
+        # The server's own words: "this API key is read-only" says what to change.
+        said = f": {outcome.detail}" if outcome.detail else ""
+        why = f"the server refused the API key ({outcome.status}{said})"
     elif outcome.status is None:
         why = f"{api.base_url} is unreachable ({outcome.detail})"
     else:

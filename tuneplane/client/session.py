@@ -60,7 +60,7 @@ from tuneplane.client.transport import Transport
 from tuneplane.contract import environment
 from tuneplane.contract.arena import AlertLevel
 from tuneplane.contract.errors import InvalidInput
-from tuneplane.contract.ids import id_problem
+from tuneplane.contract.ids import display_name_problem, id_for_name
 from tuneplane.contract.run_meta import meta_fields
 from tuneplane.contract.settings import Reader
 
@@ -270,7 +270,13 @@ def init(
     """
     env = os.environ
     _check_arguments(project, name, resume, group, tags, notes)
+    previous = _current
+    if previous is not None:
+        # As W&B's reinit: a notebook's second init() would leave the first run "running".
+        _say(f"finishing {previous.project}/{previous.name} first: init() starts another run")
+        previous.finish()
     meta = _meta(group, tags, notes)
+    project, name = _named(project, "project", None), _named(name, "name", meta)
     ranks = Ranks.from_env(env)
     suffix = RANK_SUFFIX.format(rank=ranks.rank) if per_rank else ""
     if env.get(environment.JOB_RUN_ID):
@@ -303,11 +309,11 @@ def _check_arguments(
     if resume not in RESUME_MODES:
         raise ValueError(f"resume must be one of {', '.join(RESUME_MODES)}, not {resume!r}")
     attached = bool(os.environ.get(environment.JOB_RUN_ID))
-    if project is None and not attached:
+    if not project and not attached:
         raise ValueError("project is required (outside `tuneplane run`)")
     for label, value in (("project", project), ("name", name)):
-        if value is not None and (problem := id_problem(value)):
-            raise ValueError(f"{label} {value!r}: {problem}")
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{label} must be a string, not {type(value).__name__}")
     if resume == "must" and name is None and not attached:
         raise ValueError("resume='must' needs the name of the run to resume")
     if group is not None and not isinstance(group, str):
@@ -327,6 +333,23 @@ def _meta(group: str | None, tags: Sequence[str] | None, notes: str | None) -> d
         first = exc.violations[0]
         field = "notes" if first.field == "note" else first.field
         raise ValueError(f"{field}: {first.rule}") from None
+
+
+def _named(given: str | None, label: str, meta: dict[str, object] | None) -> str | None:
+    """The ID a project or run called ``given`` has (contract.ids.id_for_name, as the
+    Trackio protocol and the importers map names); a run's name as given is kept as its
+    display name. A name no rule can keep (empty, control characters) is said once on
+    stderr and only its ID is used: training goes on."""
+    if given is None:
+        return None
+    if given == "" and label == "name":
+        return None  # no name: one is made, as without the argument
+    mapped = id_for_name(given, fallback=label if label == "project" else "run")
+    if (problem := display_name_problem(given)) is not None:
+        _say(f"{label} {given!r}: {problem}; reporting it as {mapped!r}")
+    elif meta is not None and mapped != given:
+        meta["display_name"] = given
+    return mapped
 
 
 def _new_name() -> str:

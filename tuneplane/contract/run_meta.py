@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.limits import DISPLAY_NAME_MAX_CHARS
 
-DISPLAY_NAME_MAX_CHARS: Final = 200
 GROUP_MAX_CHARS: Final = 128
 TAG_MAX_CHARS: Final = 64
 TAGS_MAX: Final = 32

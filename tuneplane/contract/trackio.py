@@ -33,7 +33,12 @@ import orjson
 
 from tuneplane.contract.arena import ALERT_LEVELS, AlertLevel, ArenaAlert, ArenaLog
 from tuneplane.contract.errors import InvalidInput, Violation
-from tuneplane.contract.ids import id_problem, metric_name_problem
+from tuneplane.contract.ids import (
+    display_name_problem,
+    id_for_name,
+    id_problem,
+    metric_name_problem,
+)
 from tuneplane.contract.json_body import key_path, malformed
 from tuneplane.contract.limits import (
     ALERT_TEXT_MAX_CHARS,
@@ -105,15 +110,16 @@ def entries_of(arguments: JSONObject, name: str) -> list[JSONObject]:
 
 
 def name_argument(arguments: JSONObject, name: str, *, required: bool = True) -> str | None:
-    """A project or run name argument, held to tuneplane's ID rule."""
+    """The ID of a project or run named by argument ``name`` (any name people give, mapped
+    as contract.ids.id_for_name maps it everywhere)."""
     value = arguments.get(name)
     if value is None and not required:
         return None
-    problem = id_problem(value)
+    problem = display_name_problem(value)
     if problem is not None:
         raise InvalidInput((Violation(name, "required" if value is None else problem),))
     assert isinstance(value, str)
-    return value
+    return id_for_name(value, fallback="project" if name == "project" else "run")
 
 
 @dataclass(slots=True)
@@ -123,6 +129,8 @@ class RunWrite:
 
     project: str
     run: str
+    #: The run's name as the client gave it, where it is not its ID.
+    display_name: str | None = None
     config: JSONObject | None = None
     logs: list[ArenaLog] = field(default_factory=list)
     alerts: list[ArenaAlert] = field(default_factory=list)
@@ -138,13 +146,15 @@ class ParsedCall:
     dropped: list[Violation] = field(default_factory=list)
 
     def run_of(self, check: _Checker, path: str, item: JSONObject) -> RunWrite | None:
-        project = check.identifier(f"{path}.project", item.get("project"))
-        run = check.identifier(f"{path}.run", item.get("run"))
+        project = check.name(f"{path}.project", item.get("project"), "project")
+        given = item.get("run")
+        run = check.name(f"{path}.run", given, "run")
         if project is None or run is None:
             return None
         found = self.runs.get((project, run))
         if found is None:
-            found = self.runs[project, run] = RunWrite(project, run)
+            shown = given if given != run and isinstance(given, str) else None
+            found = self.runs[project, run] = RunWrite(project, run, shown)
         return found
 
     def drop(self, path: str, rule: str) -> None:
@@ -167,6 +177,15 @@ class _Checker:
             return None
         assert isinstance(value, str)
         return value
+
+    def name(self, path: str, value: object, fallback: str) -> str | None:
+        """The ID of a project or run name people gave (contract.ids.id_for_name)."""
+        problem = display_name_problem(value)
+        if problem is not None:
+            self.violations.append(Violation(path, "required" if value is None else problem))
+            return None
+        assert isinstance(value, str)
+        return id_for_name(value, fallback=fallback)
 
     def step(self, path: str, value: object) -> int | None:
         if not is_step(value):
@@ -273,6 +292,16 @@ def parse_bulk_log(entries: list[JSONObject]) -> ParsedCall:
             run.logs.append(ArenaLog(log_id=log_id, step=step, metrics=metrics))
     check.raise_if_any()
     return call
+
+
+def run_key(item: JSONObject) -> tuple[str, str] | None:
+    """The (project, run) IDs an entry names, or None where a name breaks its rule."""
+    project, run = item.get("project"), item.get("run")
+    if not isinstance(project, str) or not isinstance(run, str):
+        return None
+    if display_name_problem(project) or display_name_problem(run):
+        return None
+    return id_for_name(project, fallback="project"), id_for_name(run)
 
 
 def parse_bulk_log_system(

@@ -8,15 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Final
 
 import orjson
 
-from tuneplane.contract.ids import id_problem, metric_name_problem
-from tuneplane.contract.limits import ID_MAX_CHARS
+from tuneplane.contract.ids import id_for_name, id_problem, metric_name_problem
 from tuneplane.contract.protocol import InvalidKind
 from tuneplane.contract.trackio import flatten_metrics
 from tuneplane.contract.validation import finite_float
@@ -24,7 +22,6 @@ from tuneplane.contract.validation import finite_float
 #: How Trackio writes the numbers JSON cannot carry (``serialize_values``), and what an
 #: invalid point of each kind is here.
 _INVALID: Final[dict[str, InvalidKind]] = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
-_NOT_ID: Final = re.compile(r"[^A-Za-z0-9_-]+", re.ASCII)
 #: Notes printed at most; the rest are counted.
 MAX_NOTES: Final = 20
 
@@ -48,18 +45,14 @@ class Notes:
 
 
 def stored_name(name: str) -> str:
-    """``name`` as a tuneplane ID: itself when it is one; else its characters outside the
-    rule become ``-`` and a digest of the original is appended, so two names that differ
-    only there stay two runs, and the same name always maps to the same ID.
+    """``name`` as a tuneplane ID, mapped as every path maps names
+    (:func:`tuneplane.contract.ids.id_for_name`); a name with no ID character at all starts
+    with ``trackio``.
 
     >>> stored_name("run-1"), stored_name("my run")
     ('run-1', 'my-run-d33e7609')
     """
-    if id_problem(name) is None:
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    base = _NOT_ID.sub("-", name).strip("-")[: ID_MAX_CHARS - 9]
-    return f"{base}-{digest}" if base else f"trackio-{digest}"
+    return id_for_name(name, fallback="trackio")
 
 
 def parse_time(raw: object) -> float | None:

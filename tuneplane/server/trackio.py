@@ -29,6 +29,7 @@ from tuneplane.contract.arena import ArenaBatch
 from tuneplane.contract.environment import API_KEY_PREFIX
 from tuneplane.contract.errors import Conflict, InvalidInput, NotFound, Unauthorized, Violation
 from tuneplane.contract.json_body import decode_json_body
+from tuneplane.contract.run_meta import RunMeta
 from tuneplane.contract.trackio import (
     MEDIA_RULE,
     TRACKIO_API_VERSION,
@@ -45,12 +46,13 @@ from tuneplane.contract.trackio import (
     parse_bulk_alert,
     parse_bulk_log,
     parse_bulk_log_system,
+    run_key,
 )
-from tuneplane.server.access import Forbidden
+from tuneplane.server.access import Forbidden, api_key_actor
 from tuneplane.server.body import read_body
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import AppState, app_state
-from tuneplane.store import access, catalog, credentials, points
+from tuneplane.store import access, catalog, points
 from tuneplane.store.runs import ProjectSetup, create_or_resume
 
 router = APIRouter(tags=["trackio"])
@@ -64,17 +66,13 @@ def _actor(connection: Connection, request: Request) -> Actor:
     token = request.headers.get(WRITE_TOKEN_HEADER, "").strip()
     if not token:
         raise Unauthorized(f"{WRITE_TOKEN_HEADER}: required; {_TOKEN_HELP} ({API_KEY_PREFIX}…)")
-    holder = credentials.resolve_api_key(connection, token)
-    if holder is None:
+    actor = api_key_actor(connection, token)
+    if actor is None:
         raise Unauthorized(
             f"{WRITE_TOKEN_HEADER}: not a valid tuneplane API key (unknown, revoked, or not "
             f"{API_KEY_PREFIX}…); {_TOKEN_HELP}"
         )
-    if holder.user_id is None:
-        return Actor("admin_key", is_admin=True, can_write=True)
-    return Actor(
-        "user", user_id=holder.user_id, is_admin=holder.is_admin, can_write=holder.can_write
-    )
+    return actor
 
 
 def _require_write(connection: Connection, actor: Actor, project: str) -> None:
@@ -132,7 +130,7 @@ def _runs(connection: Connection, actor: Actor, project: str) -> list[JSONObject
         return []  # hidden or missing: the same answer, and a new run is made on write
     # A run is named by its name here, so Trackio's run id is the name too.
     return [
-        {"id": row.name, "name": row.name, "created_at": _iso(row.created_at)}
+        {"id": row.name, "name": row.display_name or row.name, "created_at": _iso(row.created_at)}
         for row in catalog.list_runs(connection, project)
     ]
 
@@ -199,10 +197,11 @@ async def _open_run(state: AppState, actor: Actor, write: RunWrite, call: Parsed
     run's carrying a new ``_Created`` time, and a refusal would block its points forever."""
     setup = ProjectSetup(state.settings.default_visibility, actor.user_id)
     key = (write.project, write.run)
+    meta = RunMeta(display_name=write.display_name)
     try:
-        await state.database.write(create_or_resume, *key, write.config, setup, key=key)
+        await state.database.write(create_or_resume, *key, write.config, setup, meta, key=key)
     except Conflict:
-        await state.database.write(create_or_resume, *key, None, setup, key=key)
+        await state.database.write(create_or_resume, *key, None, setup, meta, key=key)
         call.drop(write.config_path, "the run exists with another config, which it keeps")
 
 
@@ -240,8 +239,7 @@ async def bulk_log_system(request: Request) -> Response:
     """System metrics, as ``system/…`` series at the step each run has reached."""
     arguments = await _arguments(request, ("logs", "hf_token"))
     entries = entries_of(arguments, "logs")
-    named = {(e.get("project"), e.get("run")) for e in entries}
-    keys = [(p, r) for p, r in named if isinstance(p, str) and isinstance(r, str)]
+    keys = sorted({key for key in map(run_key, entries) if key is not None})
     known = await _read(request, _stored_configs, keys)
     steps = {key: last or 0 for key, (_, _, last) in known.items()}
     return await _store(request, parse_bulk_log_system(entries, steps))

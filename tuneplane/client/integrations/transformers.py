@@ -24,7 +24,6 @@ from __future__ import annotations
 import atexit
 import logging
 import math
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -33,7 +32,7 @@ import orjson
 from tuneplane.client import session
 from tuneplane.client.integrations.completions import CompletionLog
 from tuneplane.client.session import Run
-from tuneplane.contract.limits import ID_MAX_CHARS, RUN_CONFIG_MAX_BYTES
+from tuneplane.contract.limits import RUN_CONFIG_MAX_BYTES
 
 try:
     from transformers import TrainerCallback
@@ -49,7 +48,6 @@ SUMMARY_KEYS: Final = frozenset(
     {"train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss",
      "total_flos"}
 )  # fmt: skip
-_NOT_ID: Final = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def metric_name(key: str) -> str:
@@ -61,12 +59,9 @@ def metric_name(key: str) -> str:
 
 
 def run_name(raw: str | None) -> str | None:
-    """A run name from ``run_name`` (which may be an output path): IDs allow letters,
-    digits, ``_`` and ``-``."""
-    if not raw:
-        return None
-    cleaned = _NOT_ID.sub("-", raw).strip("-")[:ID_MAX_CHARS]
-    return cleaned or None
+    """The run's name from ``run_name`` (often an output path): as given, since init() maps
+    any name to its run's ID and keeps the name for people."""
+    return raw or None
 
 
 def _json_safe(value: Any) -> Any:

@@ -174,7 +174,7 @@ export async function accountPage() {
         "label",
         { class: "form-field" },
         h("span", { text: "Scope" }),
-        h("select", { name: "scope" }, h("option", { value: "read", text: "read" }), h("option", { value: "write", text: "read and write" })),
+        h("select", { name: "scope" }, h("option", { value: "write", text: "read and write" }), h("option", { value: "read", text: "read" })),
       ),
     ],
     "Create key",
