@@ -98,6 +98,44 @@ def test_the_metrics_are_copied_at_the_call(server: tuple[str, Recorder]) -> Non
     assert sent_points(recorder) == {("loss", 0): 0.5, ("t", 0): 7.0}
 
 
+def test_nested_mappings_are_flattened_as_w_and_b_and_trackio_store_them(
+    server: tuple[str, Recorder],
+) -> None:
+    url, recorder = server
+    looped: dict[str, Any] = {}
+    looped["again"] = looped  # a mapping that holds itself: refused, not followed forever
+    with reporter(url) as r:
+        r.report({"loss": 0.5, "eval": {"acc": 0.75, "pass": {"at1": 0.25}}}, step=1)
+        r.report({"loop": looped}, step=2)
+        r.flush(5)
+        health = r.health()
+    assert sent_points(recorder) == {
+        ("loss", 1): 0.5,
+        ("eval/acc", 1): 0.75,
+        ("eval/pass/at1", 1): 0.25,
+    }
+    assert health.dropped == 1
+
+
+def test_an_alert_without_a_step_is_at_the_step_the_run_reached(
+    server: tuple[str, Recorder],
+) -> None:
+    url, recorder = server
+    with reporter(url) as r:
+        assert r.alert("before any point")
+        r.report({"loss": 0.5})
+        r.report({"loss": 0.4}, step=41)
+        assert r.alert("loss spiked")
+        assert r.alert("explicit", step=7)
+        r.flush(5)
+    sent = [a for q in recorder.to("/api/v1/ingest/alerts") for a in q.body["alerts"]]
+    assert [(a["title"], a["step"]) for a in sent] == [
+        ("before any point", None),
+        ("loss spiked", 41),
+        ("explicit", 7),
+    ]
+
+
 def test_invalid_numbers_are_sent_as_invalid_and_counted(server: tuple[str, Recorder]) -> None:
     url, recorder = server
     with reporter(url) as r:

@@ -51,6 +51,7 @@ from tuneplane.contract.arena import AlertLevel, parse_alerts
 from tuneplane.contract.ids import id_problem
 from tuneplane.contract.limits import (
     HEARTBEAT_INTERVAL_SECONDS,
+    JSON_MAX_DEPTH,
     OBSERVATION_BATCH_MAX,
     OBSERVATION_QUEUE_MAX,
     ROLLOUT_SAMPLES_PER_STEP,
@@ -85,6 +86,23 @@ def _capture(value: object) -> object:
         return float(value)  # type: ignore[arg-type]
     except Exception:
         return value
+
+
+def _captured(metrics: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Every value captured (:func:`_capture`); a nested mapping's values under
+    ``outer/inner`` names, as W&B and Trackio store ``{"eval": {"acc": 0.5}}``. Nesting
+    deeper than the JSON limit (or a mapping that holds itself) is left as it is, refused."""
+    flat: dict[Any, Any] = {}
+    pending: list[tuple[str, Mapping[Any, Any], int]] = [("", metrics, 0)]
+    while pending:
+        prefix, mapping, depth = pending.pop()
+        for name, value in mapping.items():
+            key = f"{prefix}{name}" if prefix else name
+            if isinstance(value, Mapping) and depth < JSON_MAX_DEPTH:
+                pending.append((f"{key}/", value, depth + 1))
+            else:
+                flat[key] = _capture(value)
+    return flat
 
 
 def parse_run_id(run_id: str) -> tuple[str, str]:
@@ -242,7 +260,7 @@ class Reporter:
             copy: dict[Any, Any] = dict(metrics)
             for value in copy.values():
                 if value.__class__ is not float and value.__class__ is not int:
-                    copy = {name: _capture(value) for name, value in copy.items()}
+                    copy = _captured(copy)
                     break
             self._queue.put(copy, step)
             if not self._running:
@@ -493,7 +511,12 @@ class Reporter:
 
         >>> reporter.alert("reward collapsed", "reward < 0.1 for 50 steps", level="error")
         True
+
+        Without ``step``, the alert is at the step the run has reached (that of the last
+        point reported), as an alert raised inside the training loop is about that step.
         """
+        if step is None and (reached := self._queue.reached_step()) >= 0:
+            step = reached
         item: dict[str, object] = {
             "alert_id": self._ids.next(),
             "title": title,
