@@ -502,6 +502,21 @@ def test_the_run_object_moves_with_every_stored_observation(api: TestClient) -> 
     assert listed["last_observation_id"] > second
 
 
+def test_the_run_object_moves_only_with_its_own_observations(api: TestClient) -> None:
+    quiet, busy = attempt(api, "quiet"), attempt(api, "busy")
+    send(api, quiet, trial("t1", "q1", "failure"))
+    own = api.get("/api/v1/projects/demo/runs/quiet").json()["last_observation_id"]
+    send(api, busy, trial("t1", "q1", "failure"), trial("t2", "q2", "success", reward=1.0))
+    newest = api.get("/api/v1/projects/demo/runs/busy").json()["last_observation_id"]
+    assert newest > own
+    assert api.get("/api/v1/projects/demo/runs/quiet").json()["last_observation_id"] == own
+    listed = {run["run"]: run for run in api.get("/api/v1/projects/demo/runs").json()}
+    assert listed["quiet"]["last_observation_id"] == own
+    assert listed["busy"]["last_observation_id"] == newest
+    attempt(api, "silent")
+    assert api.get("/api/v1/projects/demo/runs/silent").json()["last_observation_id"] is None
+
+
 def test_a_changed_trial_result_is_refused_and_stores_nothing(api: TestClient) -> None:
     token = attempt(api)
     assert tally(send(api, token, trial("t1", "q1", "success", reward=1.0))) == (1, 0)

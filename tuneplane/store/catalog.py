@@ -89,12 +89,14 @@ def _project_id(connection: Connection, project: str) -> int:
 def _last_observation_id() -> Any:
     """The newest observation id of the outer query's run. One max per type, because the
     (run, type, id) index answers each with a single seek, where a max over all of a run's
-    rows would scan them."""
+    rows would scan them. Each branch is correlated to the run by name: SQLAlchemy does not
+    correlate a select inside a FROM subquery on its own, and uncorrelated, each branch took
+    the newest row of every run on the server."""
     per_type = union_all(
         *(
-            select(func.max(observations.c.id).label("id")).where(
-                observations.c.run_id == runs.c.id, observations.c.type == kind
-            )
+            select(func.max(observations.c.id).label("id"))
+            .where(observations.c.run_id == runs.c.id, observations.c.type == kind)
+            .correlate(runs)
             for kind in OBSERVATION_TYPES
         )
     ).subquery()
