@@ -29,6 +29,7 @@ MEGABYTES = "must be a whole number of MB from 1 to 1048576"
 URLS = "must be an http:// or https:// URL such as http://host:8000"
 HOSTS = "must be a host name or an IP address such as 0.0.0.0"
 DATABASES = "must be sqlite:///PATH or postgresql://user@host/db"
+PROXIES = "must be IP addresses or networks such as 127.0.0.1 or 10.0.0.0/8, comma-separated"
 SHARED_SECRET = "(value hidden): must be a shared secret (printable ASCII without spaces)"
 NOT_REPORTED = "; metrics and events are not reported"
 ISSUERS = (
@@ -91,6 +92,10 @@ SERVE_CASES = [
     ],
     ("TUNEPLANE_INGEST_URL", "nodes:8000", f"TUNEPLANE_INGEST_URL='nodes:8000': {URLS}"),
     ("TUNEPLANE_HOST", "bad host", f"TUNEPLANE_HOST='bad host': {HOSTS}"),
+    *[
+        ("TUNEPLANE_TRUSTED_PROXIES", raw, f"TUNEPLANE_TRUSTED_PROXIES={raw!r}: {PROXIES}")
+        for raw in ("localhost", "*", "10.0.0.1/8", "127.0.0.1,", "127.0.0.1 10.0.0.2")
+    ],
     *[
         ("TUNEPLANE_PORT", raw, f"TUNEPLANE_PORT={raw!r}: {PORTS}")
         for raw in ("abc", "0", "-1", "65536", "80.5")

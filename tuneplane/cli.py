@@ -93,6 +93,10 @@ def _serve(args: argparse.Namespace) -> int:
         port=settings.port,
         log_level=args.log_level,
         access_log=args.access_log,
+        # Forwarded headers count from TUNEPLANE_TRUSTED_PROXIES only (uvicorn would trust
+        # loopback, or FORWARDED_ALLOW_IPS, by default): server/forwarded.py's rule.
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=[str(network) for network in settings.trusted_proxies],
         # Live streams never end by themselves; do not let them hold up a shutdown.
         timeout_graceful_shutdown=3,
     )
@@ -336,8 +340,8 @@ def _refused(refused: Any, what: str = "written or uploaded") -> int:
 def _import_harbor(args: argparse.Namespace) -> int:
     from tuneplane.importers.harbor_import import import_harbor
     from tuneplane.importers.plan import EXAMPLE_PLAN
-    from tuneplane.importers.problems import ImportRefused
-    from tuneplane.importers.snapshot import summary, write_snapshot
+    from tuneplane.importers.problems import ImportRefused, Problem
+    from tuneplane.importers.snapshot import out_problems, summary, write_snapshot
     from tuneplane.importers.text import load_redactor
 
     if args.example_plan:
@@ -350,6 +354,7 @@ def _import_harbor(args: argparse.Namespace) -> int:
     reporter = _job_reporter("import harbor") if args.upload else None
     if args.upload and reporter is None:
         return 2
+    out = out_problems(args.out)
     try:
         redactor = load_redactor(args.redactor) if args.redactor else None
         snapshot = import_harbor(
@@ -359,9 +364,14 @@ def _import_harbor(args: argparse.Namespace) -> int:
             redactor=redactor,
             progress=_progress("trial attempts read"),
         )
-        write_snapshot(snapshot, args.out)
     except ImportRefused as refused:
-        return _refused(refused)
+        return _refused(ImportRefused([*out, *refused.problems]))
+    if out:
+        return _refused(ImportRefused(out))
+    try:
+        write_snapshot(snapshot, args.out)
+    except OSError as failed:
+        return _refused(ImportRefused([Problem(args.out, "", f"cannot be written: {failed}")]))
     for line in summary(snapshot):
         print(f"tuneplane: {line}", file=sys.stderr)
     print(f"tuneplane: snapshot written to {args.out}", file=sys.stderr)

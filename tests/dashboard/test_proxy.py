@@ -33,6 +33,9 @@ from tests.serving import running_server
 
 PREFIX = "/tp"
 LOGIN, PASSWORD = "grace", "a long enough password"
+#: nginx reaches the server from loopback: its forwarded headers are believed, as
+#: docs/deploy.md sets the server up.
+TRUSTED = {"TUNEPLANE_TRUSTED_PROXIES": "127.0.0.1"}
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,9 @@ class Proxied:
 def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
     root = tmp_path_factory.mktemp("proxy")
     data, output = root / "data", root / "server.log"
-    server = running_server("--data-dir", str(data), "--root-path", PREFIX, env=ENV, output=output)
+    server = running_server(
+        "--data-dir", str(data), "--root-path", PREFIX, env={**ENV, **TRUSTED}, output=output
+    )
     with server as upstream:
         upstream_host = urlsplit(upstream).netloc
         with running_nginx(upstream_host, PREFIX, root / "nginx") as proxy:

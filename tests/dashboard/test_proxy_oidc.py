@@ -47,6 +47,8 @@ def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
         env = {
             **provider.server_env(allowed_domains="example.com"),
             "TUNEPLANE_OIDC_NAME": NAME,
+            # nginx reaches the server from loopback (docs/deploy.md).
+            "TUNEPLANE_TRUSTED_PROXIES": "127.0.0.1",
         }
         server = running_server("--data-dir", str(root / "data"), "--root-path", PREFIX, env=env)
         with (

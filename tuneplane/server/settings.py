@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -95,6 +96,30 @@ INGEST_URL: Final = Setting(
 )
 HOST: Final = Setting("TUNEPLANE_HOST", rules.HOST, "127.0.0.1", "Address the server listens on.")
 PORT: Final = Setting("TUNEPLANE_PORT", rules.PORT, 8000, "Port the server listens on.")
+
+#: A reverse proxy's address, or a network of them.
+ProxyNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def _trusted_proxies(raw: str) -> tuple[ProxyNetwork, ...] | None:
+    try:
+        # strict: 10.0.0.1/8 is refused rather than guessed to mean 10.0.0.0/8.
+        return tuple(ipaddress.ip_network(item.strip()) for item in raw.split(","))
+    except ValueError:
+        return None
+
+
+TRUSTED_PROXIES: Final[Setting[tuple[ProxyNetwork, ...]]] = Setting(
+    "TUNEPLANE_TRUSTED_PROXIES",
+    rules.Rule(
+        "must be IP addresses or networks such as 127.0.0.1 or 10.0.0.0/8, comma-separated",
+        _trusted_proxies,
+    ),
+    None,
+    "The reverse proxies whose X-Forwarded-For and X-Forwarded-Proto headers are believed, "
+    "when a request comes straight from one: IP addresses or networks, comma-separated. "
+    "Unset: none, so a request's address is its connection's whatever it says.",
+)
 
 
 def _visibility(raw: str) -> Visibility | None:
@@ -361,6 +386,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     INGEST_URL,
     HOST,
     PORT,
+    TRUSTED_PROXIES,
     ROOT_PATH,
     BODY_TIMEOUT,
     DEFAULT_VISIBILITY,
@@ -425,6 +451,7 @@ class Settings:
     trackio_import: bool = True
     diagnosis: DiagnosisSettings | None = None
     lost_heartbeat: float = LOST_HEARTBEAT_SECONDS_DEFAULT
+    trusted_proxies: tuple[ProxyNetwork, ...] = ()
 
     @classmethod
     def from_env(
@@ -465,6 +492,7 @@ class Settings:
             trackio_import=reader.read(TRACKIO_IMPORT),
             diagnosis=_diagnosis(reader),
             lost_heartbeat=reader.read(LOST_HEARTBEAT),
+            trusted_proxies=reader.get(TRUSTED_PROXIES) or (),
         )
         reader.done()
         return settings

@@ -2,10 +2,11 @@
 opening a share link in a browser.
 
 ``GET /api/v1/session`` says who the browser is signed in as and hands the page its CSRF
-token; ``POST`` signs in (login and password), ``DELETE`` signs out. Failed sign-ins are
+token; ``POST`` signs in (login and password), ``DELETE`` signs out. Sign-in attempts are
 counted per account and per address in the database, so every server process shares the
-limit. A password is checked on a worker thread (argon2 is slow on purpose) and never
-logged.
+limit, and an attempt is counted before its password is checked, so parallel tries check
+no more passwords than the limit allows (server/forwarded.py says which address counts).
+A password is checked on a worker thread (argon2 is slow on purpose) and never logged.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tuneplane.contract.errors import InvalidInput, Unauthorized, Violation
 from tuneplane.contract.limits import SESSION_DAYS
 from tuneplane.server.access import SESSION_COOKIE, SHARE_COOKIE, caller_of, csrf_token
 from tuneplane.server.body import read_json
+from tuneplane.server.forwarded import client_address
 from tuneplane.server.prefix import cookie_path
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
@@ -60,7 +62,7 @@ def whoami(request: Request) -> Response:
     state = app_state(request)
     body: dict[str, object] = {
         "signed_in": caller.actor.signed_in,
-        "kind": caller.actor.kind,
+        "credential": caller.actor.credential,
         "login": caller.login,
         "is_admin": caller.actor.is_admin,
         "first_admin_pending": _first_admin_pending(request),
@@ -91,20 +93,27 @@ async def sign_in(request: Request) -> Response:
     body = await read_json(request, _SIGN_IN_BODY_MAX)
     login = _text(body, "login", _LOGIN_MAX)
     password = _text(body, "password", 1024)
-    database = app_state(request).database
-    address = request.client.host if request.client else "unknown"
+    state = app_state(request)
+    database = state.database
+    address = client_address(request, state.settings.trusted_proxies)
     subjects = (f"account:{login}", f"address:{address}")
-    await database.write(accounts.check_sign_in_allowed, subjects)
+    # Counted as failed until the password proves right: a request that dies midway
+    # (a client gone, a store outage) leaves its attempt counted.
+    reserved = await database.write(accounts.reserve_sign_in_attempt, subjects)
     with database.connect() as connection:
         user_id, digest = accounts.stored_password_hash(connection, login)
     valid = await run_in_threadpool(accounts.verify_password, digest, password)
     if user_id is None or not valid:
-        await database.write(accounts.record_sign_in_failure, subjects)
         raise Unauthorized("sign-in: wrong login or password (or the account is disabled)")
-    token = await database.write(accounts.create_session, user_id)
+    token = await database.write(_open_session, reserved, user_id)
     response = JSON({"signed_in": True, "login": login, "csrf_token": csrf_token(token)})
     set_cookie(response, request, SESSION_COOKIE, token, SESSION_DAYS)
     return response
+
+
+def _open_session(connection: Any, reserved: list[int], user_id: int) -> str:
+    accounts.forget_sign_in_attempt(connection, reserved)
+    return accounts.create_session(connection, user_id)
 
 
 @router.delete("/session")

@@ -9,11 +9,13 @@ process at once.
 from __future__ import annotations
 
 import time
+import zlib
 from dataclasses import dataclass
+from typing import Final
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, func, insert, select, text, update
 
 from tuneplane.contract.access import SESSION_PREFIX
 from tuneplane.contract.errors import (
@@ -245,30 +247,56 @@ def revoke_sessions(connection: Connection, user_id: int) -> None:
 
 # --- sign-in rate limit ---------------------------------------------------------------------
 
+#: The first key of the PostgreSQL advisory locks that serialize a subject's sign-in
+#: attempts (two-key locks do not share a key space with the one-key ones used elsewhere).
+_PG_SIGN_IN_LOCKS: Final = 0x7369_676E
+_PG_LOCK_SUBJECT: Final = text(
+    "SELECT pg_advisory_xact_lock(CAST(:space AS integer), CAST(:key AS integer))"
+)
 
-def check_sign_in_allowed(connection: Connection, subjects: tuple[str, ...]) -> None:
-    """Refuse a sign-in when the account or the address has failed too often lately
-    (counted in the database, so every server process shares the count)."""
-    since = time.time() - SIGN_IN_WINDOW_SECONDS
+
+def reserve_sign_in_attempt(connection: Connection, subjects: tuple[str, ...]) -> list[int]:
+    """Take one sign-in attempt for each subject (``account:<login>``, ``address:<ip>``)
+    before the password is checked, or refuse when one of them has none left: at most
+    ``SIGN_IN_FAILURES_MAX`` attempts per subject within the window, counted in the
+    database so every server process shares them. A reserved attempt counts as failed
+    until :func:`forget_sign_in_attempt` gives it back (the password was right); one whose
+    request died midway stays counted. Answers the reservation's row ids.
+
+    Counting and reserving must be one step, or parallel tries all see room and all check
+    a password: SQLite has one writer, so its transaction is alone; on PostgreSQL each
+    subject's lock is held until commit (taken in one order, so two tries never wait on
+    each other's), and the count that follows sees every attempt committed before."""
+    now = time.time()
+    if connection.dialect.name == "postgresql":
+        for key in sorted({zlib.crc32(subject.encode()) - 2**31 for subject in subjects}):
+            connection.execute(_PG_LOCK_SUBJECT, {"space": _PG_SIGN_IN_LOCKS, "key": key})
+    since = now - SIGN_IN_WINDOW_SECONDS
     for subject in subjects:
-        failures = connection.execute(
+        attempts = connection.execute(
             select(func.count())
             .select_from(sign_in_failures)
             .where(sign_in_failures.c.subject == subject, sign_in_failures.c.at > since)
         ).scalar_one()
-        if failures >= SIGN_IN_FAILURES_MAX:
+        if attempts >= SIGN_IN_FAILURES_MAX:
             raise TooManyRequests(
                 f"sign-in: too many failed attempts for this {subject.partition(':')[0]}; "
                 f"try again in {SIGN_IN_WINDOW_SECONDS // 60} minutes"
             )
+    reserved = [
+        connection.execute(
+            insert(sign_in_failures)
+            .values(subject=subject, at=now)
+            .returning(sign_in_failures.c.id)
+        ).scalar_one()
+        for subject in subjects
+    ]
+    # Old attempts count for nothing: keep the table small.
+    connection.execute(sign_in_failures.delete().where(sign_in_failures.c.at <= since))
+    return reserved
 
 
-def record_sign_in_failure(connection: Connection, subjects: tuple[str, ...]) -> None:
-    now = time.time()
-    connection.execute(
-        insert(sign_in_failures), [{"subject": subject, "at": now} for subject in subjects]
-    )
-    # Old failures count for nothing: keep the table small.
-    connection.execute(
-        sign_in_failures.delete().where(sign_in_failures.c.at < now - SIGN_IN_WINDOW_SECONDS)
-    )
+def forget_sign_in_attempt(connection: Connection, reserved: list[int]) -> None:
+    """Give back a reservation of :func:`reserve_sign_in_attempt`: the password was right,
+    and a successful sign-in counts against no limit."""
+    connection.execute(sign_in_failures.delete().where(sign_in_failures.c.id.in_(reserved)))
