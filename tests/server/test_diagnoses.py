@@ -169,9 +169,14 @@ def _explanation(api: TestClient, state: str) -> dict[str, Any]:
 
 
 def test_a_language_model_on_loopback_is_refused_unless_listed(
-    settings: Settings, llm: str
+    settings: Settings, llm: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     for api in _explained(settings, llm, allow=None):
+        said = f"tuneplane: TUNEPLANE_DIAGNOSIS_URL: 127.0.0.1 is a loopback address; {RULE}"
+        deadline = time.monotonic() + 10
+        while said not in caplog.messages:  # said at start, by a task of its own
+            assert time.monotonic() < deadline, caplog.messages
+            time.sleep(0.05)
         token = start(api)
         log(api, token, OOM)
         end(api, token, 1)

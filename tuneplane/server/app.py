@@ -141,6 +141,7 @@ def _lifespan(
             asyncio.create_task(sweeper.sweep_forever(state, settings.sweep_interval)),
             asyncio.create_task(purger.purge_forever(state, settings.sweep_interval)),
             asyncio.create_task(diagnoses.watch_lost_attempts(state)),
+            asyncio.create_task(diagnoses.check_language_model(state)),
         ]
         if settings.trackio_import:  # Trackio databases in the data directory
             tasks.append(asyncio.create_task(trackio_import.import_on_start(state)))

@@ -149,6 +149,15 @@ async def _explain(
         logger.warning("tuneplane: diagnosis %d: no explanation recorded: %s", diagnosis, exc)
 
 
+async def check_language_model(state: AppState) -> None:
+    """Say at start when the outbound policy refuses TUNEPLANE_DIAGNOSIS_URL, rather than
+    only in the first explanation; each call is judged again all the same."""
+    llm = state.settings.diagnosis
+    problem = None if llm is None else await state.outbound.problem_with(llm.url)
+    if problem is not None:
+        logger.warning("tuneplane: TUNEPLANE_DIAGNOSIS_URL: %s", problem)
+
+
 def start_diagnosis(state: AppState, run_id: int, attempt: int, trigger: str) -> None:
     """In the background: the request that ended the attempt is answered at once."""
     _in_background(state, _diagnose_quietly(state, run_id, attempt, trigger))
