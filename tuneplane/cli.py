@@ -340,8 +340,8 @@ def _refused(refused: Any, what: str = "written or uploaded") -> int:
 def _import_harbor(args: argparse.Namespace) -> int:
     from tuneplane.importers.harbor_import import import_harbor
     from tuneplane.importers.plan import EXAMPLE_PLAN
-    from tuneplane.importers.problems import ImportRefused
-    from tuneplane.importers.snapshot import summary, write_snapshot
+    from tuneplane.importers.problems import ImportRefused, Problem
+    from tuneplane.importers.snapshot import out_problems, summary, write_snapshot
     from tuneplane.importers.text import load_redactor
 
     if args.example_plan:
@@ -354,6 +354,7 @@ def _import_harbor(args: argparse.Namespace) -> int:
     reporter = _job_reporter("import harbor") if args.upload else None
     if args.upload and reporter is None:
         return 2
+    out = out_problems(args.out)
     try:
         redactor = load_redactor(args.redactor) if args.redactor else None
         snapshot = import_harbor(
@@ -363,9 +364,14 @@ def _import_harbor(args: argparse.Namespace) -> int:
             redactor=redactor,
             progress=_progress("trial attempts read"),
         )
-        write_snapshot(snapshot, args.out)
     except ImportRefused as refused:
-        return _refused(refused)
+        return _refused(ImportRefused([*out, *refused.problems]))
+    if out:
+        return _refused(ImportRefused(out))
+    try:
+        write_snapshot(snapshot, args.out)
+    except OSError as failed:
+        return _refused(ImportRefused([Problem(args.out, "", f"cannot be written: {failed}")]))
     for line in summary(snapshot):
         print(f"tuneplane: {line}", file=sys.stderr)
     print(f"tuneplane: snapshot written to {args.out}", file=sys.stderr)

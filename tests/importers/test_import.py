@@ -351,3 +351,46 @@ def test_the_example_plan_is_printed_by_the_installed_command(tmp_path: Path) ->
     example = json.loads(printed)
     assert set(example["digests"]) == {"dataset", "verifier", "runtime", "harness"}
     assert main(["import", "harbor", "--plan", "p.json"]) == 2
+
+
+def run_import(tmp_path: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """The installed command, as people run it, importing the fixtures to ``out``."""
+    argv = ["import", "harbor", "--plan", write_plan(tmp_path, plan(FIXTURE_TRIALS))]
+    argv += ["--root", str(DATAGEN), "--out", str(out)]
+    return subprocess.run(
+        [sys.executable, "-m", "tuneplane.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+
+
+def test_an_out_file_in_a_missing_directory_is_refused_with_status_2(tmp_path: Path) -> None:
+    out = tmp_path / "missing" / "snapshot.json"
+    done = run_import(tmp_path, out)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"{out}: its directory {out.parent} does not exist" in done.stderr
+    assert "nothing was written or uploaded" in done.stderr
+    assert not out.parent.exists()
+
+
+def test_an_out_directory_is_refused_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    out = tmp_path / "snapshots"
+    out.mkdir()
+    done = run_import(tmp_path, out)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"{out}: is a directory: --out names the snapshot file to write" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["import-plan.json", "snapshots"]
+    assert list(out.iterdir()) == []
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    snapshot = import_harbor(write_plan(tmp_path, plan(FIXTURE_TRIALS)), str(DATAGEN))
+    taken = tmp_path / "taken"
+    (taken / "inside").mkdir(parents=True)  # a directory the rename cannot replace
+    with pytest.raises(IsADirectoryError):
+        write_snapshot(snapshot, str(taken))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["import-plan.json", "taken"]

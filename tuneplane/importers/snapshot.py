@@ -24,6 +24,7 @@ checks the hash, so a file edited by hand is refused rather than uploaded.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -156,16 +157,37 @@ def assemble(
     return Snapshot(document)
 
 
+def out_problems(path: str) -> list[Problem]:
+    """Why a snapshot cannot be written to the file ``path`` (none when it can be tried):
+    checked before the import, so it is said with the inputs' problems and with status 2,
+    never as a failed write after the whole cohort was read."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return [Problem(path, "", "is a directory: --out names the snapshot file to write")]
+    if not os.path.exists(directory):
+        return [Problem(path, "", f"its directory {directory} does not exist: make it first")]
+    if not os.path.isdir(directory):
+        return [Problem(path, "", f"{directory} is not a directory")]
+    return []
+
+
 def write_snapshot(snapshot: Snapshot, path: str) -> None:
     """Written whole (a temporary file, then a rename): a failed write leaves no half
-    snapshot for ``tuneplane import upload`` to find."""
+    snapshot for ``tuneplane import upload`` to find, and no temporary file either."""
     temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(snapshot.document, handle, ensure_ascii=False, indent=1, sort_keys=True)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(snapshot.document, handle, ensure_ascii=False, indent=1, sort_keys=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        # Also on KeyboardInterrupt: the temporary file is ours alone (its name holds our
+        # process ID), so nothing else would ever remove it.
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
 
 
 def _problems(file: str, document: dict[str, Any]) -> list[Problem]:
