@@ -103,12 +103,12 @@ def test_values_that_are_no_number_are_left_out_and_named(admin: Admin) -> None:
     dropped = {d["field"]: d["rule"] for d in answer.json()["data"]["dropped"]}
     assert dropped == {
         "logs[0].metrics.img": "trackio.image: not stored",
-        "logs[0].metrics.nan": "not a finite number (NaN)",
         "logs[0].metrics.text": "str, not a number",
         "logs[0].metrics.flag": "a boolean, not a number",
     }
+    # NaN (as the client writes it) is an invalid point, as the SDK's NaN is.
     metrics = client.get("/api/v1/projects/tk/runs/r/metrics").json()
-    assert [m["metric"] for m in metrics] == ["loss"]
+    assert [(m["metric"], m["invalid_count"]) for m in metrics] == [("loss", 0), ("nan", 1)]
 
 
 def test_system_metrics_are_system_series_at_the_runs_step(admin: Admin) -> None:

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,30 @@ def test_a_run_named_as_people_name_runs_is_stored_and_resumed(
     )
     assert resumed["first_step"] == 3
     assert server.get(path)["last_step"] == 4
+
+
+def test_nan_and_infinities_are_invalid_points_that_fire_the_default_rule(
+    server: Server, tmp_path: Path
+) -> None:
+    """The client sends NaN as the string "NaN" (and "Infinity", "-Infinity"): stored as
+    the SDK's are, as invalid points, and judged by the project's rules."""
+    project = f"tk-{uuid.uuid4().hex[:8]}"
+    for run, kind in (("nan", "nan"), ("inf", "inf"), ("minus", "-inf")):
+        trackio_run(
+            server.base, server.key, tmp_path, project=project, name=run, steps=4, nan_at=2,
+            nan=kind,
+        )  # fmt: skip
+        base = f"/api/v1/projects/{project}/runs/{run}"
+        assert metrics_of(server, project, run)["loss"] == (3, 3)
+        invalid = server.get(f"{base}/invalid/loss")
+        assert [(p["step"], p["kind"]) for p in invalid] == [(2, kind)], invalid
+    deadline = time.monotonic() + 20
+    while True:
+        alerts = server.get(f"/api/v1/projects/{project}/runs/nan/alerts")
+        if any("NaN" in a["title"] for a in alerts) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert [a["step"] for a in alerts if "NaN" in a["title"]] == [2], alerts
 
 
 def _log_ids(request: bytes) -> list[str]:

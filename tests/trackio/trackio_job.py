@@ -2,7 +2,9 @@
 imports nothing of ours). Argument: a JSON object::
 
     {"project": "p", "name": "r", "config": {...}, "resume": "never", "steps": 5,
-     "system": true, "alert": true}
+     "system": true, "alert": true, "nan_at": 2, "nan": "nan"}
+
+(``nan_at``: the step offset whose loss is ``float(nan)``, "nan", "inf" or "-inf".)
 
 ``TRACKIO_SERVER_URL`` and ``TRACKIO_WRITE_TOKEN`` say where to, as a user sets them. Prints
 the run's next step as JSON at the end."""
@@ -23,7 +25,8 @@ run = trackio.init(
 )
 first = run._next_step
 for offset in range(job.get("steps", 0)):
-    trackio.log({"loss": 1.0 / (first + offset + 1), "nested": {"acc": 0.5}, "note": "text"})
+    loss = float(job["nan"]) if offset == job.get("nan_at") else 1.0 / (first + offset + 1)
+    trackio.log({"loss": loss, "nested": {"acc": 0.5}, "note": "text"})
 if job.get("system"):
     trackio.log_system({"cpu": {"utilization": 12.5}, "memory_gb": 3.0})
 if job.get("alert"):

@@ -25,7 +25,7 @@ missing step) is refused with the field and rule, as everywhere else.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -45,6 +45,7 @@ from tuneplane.contract.limits import (
     ALERT_TITLE_MAX_CHARS,
     RUN_CONFIG_MAX_BYTES,
 )
+from tuneplane.contract.protocol import InvalidKind, InvalidPoints, ScalarBatch
 from tuneplane.contract.validation import (
     NUL_RULE,
     STEP_RULE,
@@ -69,6 +70,9 @@ TRACKIO_WRITE_CHUNK: Final = 1_000
 MAX_REPORTED_DROPS: Final = 20
 #: System metrics live beside the training metrics, under this prefix.
 SYSTEM_PREFIX: Final = "system/"
+#: How a Trackio client writes NaN and infinities in JSON (its serialize_values), and the
+#: kind of invalid point each is.
+NON_FINITE: Final[dict[str, InvalidKind]] = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
 MEDIA_RULE: Final = (
     "tuneplane does not store Trackio media (images, audio, video, files of tables) yet; "
     "metrics, system metrics, alerts and configs are stored"
@@ -133,9 +137,30 @@ class RunWrite:
     display_name: str | None = None
     config: JSONObject | None = None
     logs: list[ArenaLog] = field(default_factory=list)
+    #: (step, metric, kind) of each NaN or infinity the client sent.
+    invalid: list[tuple[int, str, InvalidKind]] = field(default_factory=list)
     alerts: list[ArenaAlert] = field(default_factory=list)
     #: Where the config was first given, for the note when it is not taken.
     config_path: str = ""
+
+    def invalid_batch(self) -> ScalarBatch | None:
+        """The run's NaN and infinities as the SDK sends them, or None without any."""
+        if not self.invalid:
+            return None
+        series: dict[str, InvalidPoints] = {}
+        for step, name, kind in self.invalid:
+            points = series.setdefault(name, InvalidPoints(name, [], []))
+            points.steps.append(step)
+            points.kinds.append(kind)
+        return ScalarBatch(series=[], invalid=list(series.values()))
+
+    def add(
+        self, log_id: str, step: int, metrics: dict[str, float], invalid: Mapping[str, InvalidKind]
+    ) -> None:
+        """One entry's metrics at ``step``."""
+        if metrics:
+            self.logs.append(ArenaLog(log_id=log_id, step=step, metrics=metrics))
+        self.invalid.extend((step, name, kind) for name, kind in invalid.items())
 
 
 @dataclass(slots=True)
@@ -226,7 +251,11 @@ def flatten_metrics(
                 yield here, f"{name_prefix}{key}", value
 
 
-def _metrics(call: ParsedCall, path: str, raw: object, prefix: str) -> dict[str, float] | None:
+def _metrics(
+    call: ParsedCall, path: str, raw: object, prefix: str, invalid: dict[str, InvalidKind]
+) -> dict[str, float] | None:
+    """The entry's finite metrics; its NaN and infinities go into ``invalid`` (name -> kind),
+    to be stored as the SDK's are: invalid points, marked and judged by alert rules."""
     if not isinstance(raw, dict):
         return None
     found: dict[str, float] = {}
@@ -235,17 +264,17 @@ def _metrics(call: ParsedCall, path: str, raw: object, prefix: str) -> dict[str,
         number = finite_float(value)
         if problem is not None:
             call.drop(where, f"metric name {problem}")
-        elif number is None:
+        elif number is not None:
+            found[name] = number
+        elif isinstance(value, str) and value in NON_FINITE:
+            invalid[name] = NON_FINITE[value]
+        else:
             kind = value.get("_type") if isinstance(value, dict) else None
             call.drop(where, f"{kind}: not stored" if isinstance(kind, str) else _rule(value))
-        else:
-            found[name] = number
     return found
 
 
 def _rule(value: object) -> str:
-    if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
-        return f"not a finite number ({value})"
     if isinstance(value, bool | str | list):
         return f"{'a boolean' if isinstance(value, bool) else type(value).__name__}, not a number"
     return number_rule(value)
@@ -282,14 +311,14 @@ def parse_bulk_log(entries: list[JSONObject]) -> ParsedCall:
         run = call.run_of(check, path, item)
         log_id = _event_id(path, item, "log_id", check)
         step = check.step(f"{path}.step", item.get("step"))
-        metrics = _metrics(call, f"{path}.metrics", item.get("metrics"), "")
+        invalid: dict[str, InvalidKind] = {}
+        metrics = _metrics(call, f"{path}.metrics", item.get("metrics"), "", invalid)
         if metrics is None:
             check.violations.append(Violation(f"{path}.metrics", "must be an object"))
         if run is None or step is None or metrics is None or not log_id:
             continue
         _config(call, run, f"{path}.config", item.get("config"))
-        if metrics:
-            run.logs.append(ArenaLog(log_id=log_id, step=step, metrics=metrics))
+        run.add(log_id, step, metrics, invalid)
     check.raise_if_any()
     return call
 
@@ -314,13 +343,13 @@ def parse_bulk_log_system(
         path = f"logs[{index}]"
         run = call.run_of(check, path, item)
         log_id = _event_id(path, item, "log_id", check)
-        metrics = _metrics(call, f"{path}.metrics", item.get("metrics"), SYSTEM_PREFIX)
+        invalid: dict[str, InvalidKind] = {}
+        metrics = _metrics(call, f"{path}.metrics", item.get("metrics"), SYSTEM_PREFIX, invalid)
         if metrics is None:
             check.violations.append(Violation(f"{path}.metrics", "must be an object"))
-        if run is None or metrics is None or not log_id or not metrics:
+        if run is None or metrics is None or not log_id:
             continue
-        step = steps.get((run.project, run.run), 0)
-        run.logs.append(ArenaLog(log_id=log_id, step=step, metrics=metrics))
+        run.add(log_id, steps.get((run.project, run.run), 0), metrics, invalid)
     check.raise_if_any()
     return call
 

@@ -52,7 +52,7 @@ from tuneplane.server.access import Forbidden, api_key_actor
 from tuneplane.server.body import read_body
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import AppState, app_state
-from tuneplane.store import access, catalog, points
+from tuneplane.store import access, catalog, points, scalars
 from tuneplane.store.runs import ProjectSetup, create_or_resume
 
 router = APIRouter(tags=["trackio"])
@@ -223,8 +223,27 @@ async def _store(request: Request, call: ParsedCall) -> Response:
             duplicate += outcome.logs_duplicate + outcome.alerts_duplicate
             if outcome.points or outcome.alerts_new:
                 state.live.notify(outcome.run.id)
+        new += await _store_invalid(request, write)
     data = {"new": new, "duplicate": duplicate, "runs_created": created}
     return JSON({"data": {**data, "dropped": call.dropped_json()}})
+
+
+def _run_id(connection: Connection, _actor: Actor, project: str, run: str) -> int:
+    return catalog.get_run(connection, project, run).id
+
+
+async def _store_invalid(request: Request, write: RunWrite) -> int:
+    """The call's NaN and infinities of one run, stored as the SDK's are (a re-sent one is
+    the same point again) and judged by the run's alert rules; how many."""
+    batch = write.invalid_batch()
+    if batch is None:
+        return 0
+    state = app_state(request)
+    run_id = await _read(request, _run_id, write.project, write.run)
+    await state.database.write(scalars.write_scalars, run_id, batch, key=(write.project, write.run))
+    state.live.notify(run_id)
+    state.alerts.after_scalars(write.project, run_id, batch)
+    return len(write.invalid)
 
 
 @router.post("/api/bulk_log")
