@@ -394,3 +394,28 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:
     with pytest.raises(IsADirectoryError):
         write_snapshot(snapshot, str(taken))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["import-plan.json", "taken"]
+
+
+def test_a_broken_trajectory_past_the_trace_limit_still_stops_the_import(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    steps = [{"step_id": 1, "source": "user", "message": "hello"}]
+    make_trial(root, "a", trial_result("a", rewards={"reward": 1}), trajectory=atif(steps))
+    legacy = make_trial(root, "b", trial_result("b", rewards={"reward": 1}))
+    (legacy / "agent").mkdir()
+    (legacy / "agent" / "litellm-trajectory.jsonl").write_text("{}\n")
+    broken = make_trial(root, "c", trial_result("c", rewards={"reward": 0}))
+    (broken / "agent").mkdir()
+    (broken / "agent" / "trajectory.json").write_text("{not json")
+    trials = [{"task": t, "repeat": 0, "attempts": [{"retry": 0, "directory": t}]} for t in "abc"]
+    path = write_plan(tmp_path, plan(trials))
+    assert len(import_harbor(path, str(root)).document["trials"]) == 3  # no text: no problem
+    for limit in (1, 2, 3):
+        with pytest.raises(ImportRefused) as refused:
+            import_harbor(path, str(root), trace_limit=limit)
+        assert [(p.file, p.rule.split(" (")[0].split(":")[0]) for p in refused.value.problems] == [
+            (
+                str(legacy / "agent" / "litellm-trajectory.jsonl"),
+                "legacy litellm trajectories are not supported",
+            ),
+            (str(broken / "agent" / "trajectory.json"), "is not JSON"),
+        ]

@@ -57,13 +57,14 @@ def _outcome(located: Located) -> tuple[dict[str, Any], dict[str, Any], list[Pro
 
 
 def _text(
-    located: Located, record: dict[str, Any], redactor: Redactor | None
+    located: Located, record: dict[str, Any], redactor: Redactor | None, keep: bool
 ) -> tuple[dict[str, Any] | None, list[Problem]]:
-    """The attempt's trajectory document (without round_id), if it has an ATIF one."""
+    """The attempt's trajectory document (without round_id), if it has an ATIF one and
+    ``keep`` is true; its problems either way."""
     if located.path is None:
         return None, []
     conversation, problems = read_conversation(located.path)
-    if conversation is None:
+    if conversation is None or not keep:
         return None, problems
     try:
         fields = kept_text(conversation.messages, redactor)
@@ -121,8 +122,11 @@ def import_harbor(
     for done, located in enumerate(attempts, 1):
         result, record, found = _outcome(located)
         problems += found
-        if len(trajectories) < trace_limit:
-            document, found = _text(located, record, redactor)
+        if trace_limit:
+            # Every attempt's trajectory is read once text is asked for, also past the
+            # limit: whether a broken one stops the import must not depend on where the
+            # limit falls, and every problem is named in one pass.
+            document, found = _text(located, record, redactor, len(trajectories) < trace_limit)
             problems += found
             if document is not None:
                 trajectories.append(document)
