@@ -187,6 +187,64 @@ def test_unknown_fields_are_kept_aside_never_fatal(tmp_path: Path) -> None:
     valid(conversation.messages)
 
 
+def test_unknown_keys_of_content_parts_are_listed(tmp_path: Path) -> None:
+    image = {"media_type": "image/png", "path": "shot.png"}
+    steps = [
+        {
+            "step_id": 1,
+            "source": "user",
+            "message": [
+                {"type": "text", "text": "look", "cache_control": {"type": "ephemeral"}},
+                {"type": "image", "source": {**image, "width": 640}},
+                {"type": "audio", "source": {"media_type": "audio/wav", "path": "a.wav"}},
+            ],
+        },
+        {
+            "step_id": 2,
+            "source": "agent",
+            "message": "run it",
+            "tool_calls": [{"tool_call_id": "c1", "function_name": "f", "arguments": {}}],
+            "observation": {
+                "results": [
+                    {
+                        "source_call_id": "c1",
+                        "content": [
+                            {"type": "text", "text": "done", "annotations": []},
+                            {"type": "image", "source": {**image, "alt": "a chart"}},
+                            {"type": "video", "source": {"path": "clip.mp4"}},
+                        ],
+                    }
+                ]
+            },
+        },
+    ]
+    trial = make_trial(tmp_path, "t", trajectory=atif(steps, "ATIF-v1.8"))
+    conversation, problems = read_conversation(trial)
+    assert problems == []
+    assert conversation is not None
+    assert conversation.unknown_fields == (
+        "steps[].message[].cache_control",
+        "steps[].message[].source.width",
+        "steps[].observation.results[].content[].annotations",
+        "steps[].observation.results[].content[].source.alt",
+        "steps[].observation.results[].content[].type='video'",
+    )
+    assert conversation.messages[0]["content"] == "look\n[image: shot.png]\n[audio: a.wav]"
+    assert conversation.messages[2]["content"] == "done\n[image: shot.png]\n[video: clip.mp4]"
+    valid(conversation.messages)
+
+
+def test_the_real_goldens_have_no_unknown_keys(tmp_path: Path) -> None:
+    for number, name in enumerate(sorted(p.name for p in GOLDEN.glob("*/*.trajectory.json"))):
+        kind = next(GOLDEN.glob(f"*/{name}")).parent.name
+        trial = golden(tmp_path / str(number), f"{kind}/{name}")
+        conversation, problems = read_conversation(trial)
+        if problems:  # a golden whose continuation is not beside it under its own name
+            continue
+        assert conversation is not None
+        assert conversation.unknown_fields == (), name
+
+
 @pytest.mark.parametrize("version", ["ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.7", "ATIF-v1.8"])
 def test_every_version_from_1_0_to_1_8_reads(tmp_path: Path, version: str) -> None:
     trial = make_trial(

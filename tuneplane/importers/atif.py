@@ -34,6 +34,10 @@ _VERSION = re.compile(r"ATIF-v1\.([0-8])")
 #: Continuation files followed at most (a summarizing agent writes one per handoff).
 MAX_CONTINUATIONS: Final = 64
 _ROLES: Final = {"system": "system", "user": "user", "agent": "assistant"}
+#: A content part's keys and its image or audio source's (v1.8 adds audio and its duration).
+_PART: Final = ("type", "text", "source")
+_SOURCE: Final = ("media_type", "path", "duration_sec")
+_PART_TYPES: Final = ("text", "image", "audio")
 _KNOWN: Final = {
     "": (
         "schema_version",
@@ -70,6 +74,11 @@ _KNOWN: Final = {
         "subagent_trajectory_ref",
         "extra",
     ),
+    # Content parts (v1.6+) of a step's message and of an observation result's content.
+    "steps[].message[].": _PART,
+    "steps[].message[].source.": _SOURCE,
+    "steps[].observation.results[].content[].": _PART,
+    "steps[].observation.results[].content[].source.": _SOURCE,
     "steps[].metrics.": (
         "prompt_tokens",
         "completion_tokens",
@@ -103,8 +112,9 @@ def _unknown(item: dict[str, Any], level: str, seen: set[str]) -> None:
             seen.add(f"{level}{key}")
 
 
-def _text(value: object) -> str:
-    """A message or observation content: a string, or v1.6+ content parts."""
+def _text(value: object, level: str, seen: set[str]) -> str:
+    """A message or observation content: a string, or v1.6+ content parts (``level`` names
+    where the parts are, for the unknown keys they hold)."""
     if isinstance(value, str):
         return value
     if not isinstance(value, list):
@@ -113,12 +123,19 @@ def _text(value: object) -> str:
     for part in value:
         if not isinstance(part, dict):
             pieces.append(str(part))
-        elif part.get("type") == "text":
+            continue
+        _unknown(part, level, seen)
+        kind = part.get("type")
+        if kind not in _PART_TYPES:
+            seen.add(f"{level}type={repr(kind)[:40]}")
+        source = part.get("source")
+        if isinstance(source, dict):
+            _unknown(source, f"{level}source.", seen)
+        if kind == "text":
             pieces.append(str(part.get("text", "")))
         else:  # image or audio: the file it points to, not its bytes
-            source = part.get("source")
             where = source.get("path") if isinstance(source, dict) else None
-            pieces.append(f"[{part.get('type', 'part')}: {where or 'inline'}]")
+            pieces.append(f"[{kind or 'part'}: {where or 'inline'}]")
     return "\n".join(pieces)
 
 
@@ -179,7 +196,8 @@ def _observations(
         if result.get("content") is None:
             refs += bool(result.get("subagent_trajectory_ref"))
             continue
-        message: dict[str, Any] = {"role": "tool", "content": _text(result["content"])}
+        content = _text(result["content"], "steps[].observation.results[].content[].", seen)
+        message: dict[str, Any] = {"role": "tool", "content": content}
         call_id = result.get("source_call_id")
         if isinstance(call_id, str) and call_id:
             message["tool_call_id"] = call_id
@@ -197,7 +215,8 @@ def step_messages(step: dict[str, Any], seen: set[str]) -> tuple[list[dict[str, 
     if role is None:
         seen.add(f"steps[].source={source!r}")
         role = "user"
-    message: dict[str, Any] = {"role": role, "content": _text(step.get("message"))}
+    content = _text(step.get("message"), "steps[].message[].", seen)
+    message: dict[str, Any] = {"role": role, "content": content}
     calls = _tool_calls(step, seen) if role == "assistant" else []
     if isinstance(step.get("reasoning_content"), str):
         message["reasoning"] = step["reasoning_content"]
