@@ -38,11 +38,12 @@ counts = st.builds(
 )
 
 
-def population_codes(c: RoundCounts) -> tuple[str, ...]:
-    """The codes a withheld coverage or not-yet-reported must carry: every one that holds."""
+def population_codes(c: RoundCounts, rate: bool = True) -> tuple[str, ...]:
+    """The codes a withheld coverage (``rate``) or not-yet-reported must carry: every one
+    that holds. 0 declared trials is an empty denominator only for the rate."""
     if c.expected is None:
         return ("unknown_population",)
-    codes = ("empty_denominator",) if c.expected == 0 else ()
+    codes = ("empty_denominator",) if c.expected == 0 and rate else ()
     return codes + (("excess_trials",) if c.reported > c.expected else ())
 
 
@@ -60,12 +61,16 @@ def test_rates_are_honest_or_missing_with_every_code(c: RoundCounts) -> None:
     coverage, remaining = scoring_coverage(c), not_yet_reported(c)
     if codes:
         assert isinstance(coverage, Missing)
-        assert isinstance(remaining, Missing)
-        assert coverage.codes == remaining.codes == codes
+        assert coverage.codes == codes
         assert coverage.reason
     else:
         assert isinstance(coverage, Rate)
         assert coverage.value == c.scored / c.expected  # type: ignore[operator]
+    if population_codes(c, rate=False):
+        assert isinstance(remaining, Missing)
+        assert remaining.codes == population_codes(c, rate=False)
+        assert remaining.reason
+    else:
         assert remaining == c.expected - c.reported  # type: ignore[operator]
 
 
@@ -75,9 +80,10 @@ def test_a_population_of_zero_with_reports_carries_both_codes() -> None:
     assert coverage.codes == ("empty_denominator", "excess_trials")
     assert "declares 0 trials" in coverage.reason
     assert "2 distinct trials" in coverage.reason
-    nothing = not_yet_reported(RoundCounts(expected=0))
-    assert isinstance(nothing, Missing)
-    assert nothing.codes == ("empty_denominator",)
+    assert not_yet_reported(RoundCounts(expected=0)) == 0  # 0 - 0 is a count, not a rate
+    excess = not_yet_reported(RoundCounts(success=2, expected=0))
+    assert isinstance(excess, Missing)
+    assert excess.codes == ("excess_trials",)
 
 
 def test_execution_errors_are_not_model_failures() -> None:

@@ -225,18 +225,21 @@ def test_every_withheld_figure_carries_every_code_that_applies(api: TestClient) 
     assert {name: by_id["none"][name]["codes"] for name in figures} == {
         "success_rate": ["empty_denominator"],
         "scoring_coverage": ["empty_denominator", "excess_trials"],
-        "not_yet_reported": ["empty_denominator", "excess_trials"],
+        "not_yet_reported": ["excess_trials"],
     }
     assert {name: by_id["open"][name]["codes"] for name in figures} == {
         "success_rate": ["empty_denominator"],
         "scoring_coverage": ["unknown_population"],
         "not_yet_reported": ["unknown_population"],
     }
-    assert by_id["empty"]["not_yet_reported"]["codes"] == ["empty_denominator"]
+    assert by_id["empty"]["scoring_coverage"]["codes"] == ["empty_denominator"]
+    # 0 declared trials, none reported: nothing is missing (a count, not a rate).
+    assert by_id["empty"]["not_yet_reported"] == {"value": 0}
     for state in by_id.values():
         for name in figures:
-            assert state[name]["value"] is None
-            assert state[name]["reason"]
+            if (state["round_id"], name) != ("empty", "not_yet_reported"):
+                assert state[name]["value"] is None
+                assert state[name]["reason"]
 
 
 def test_ineligible_outcomes_cannot_be_eligible(api: TestClient) -> None:

@@ -11,7 +11,8 @@ shown to people. Every rate carries its Wilson 95% interval.
 Codes (machine-readable, documented in docs/evaluation.md):
 
 - ``empty_denominator``: the success rate's success + failure is 0, or the population
-  declares 0 trials (coverage and not-yet-reported);
+  declares 0 trials (coverage: not-yet-reported is a count, not a rate, and a round of 0
+  declared trials with none reported has 0 not yet reported);
 - ``unknown_population``: no declaration has arrived for the round;
 - ``excess_trials``: more distinct trials reported than the population declares.
 """
@@ -94,8 +95,9 @@ def _rate(numerator: int, denominator: int) -> Rate:
     return Rate(numerator / denominator, numerator, denominator, low, high)
 
 
-def _population_problem(counts: RoundCounts) -> Missing | None:
-    """Why coverage and not-yet-reported cannot be figured: every condition that holds."""
+def _population_problem(counts: RoundCounts, rate: bool = True) -> Missing | None:
+    """Why coverage (``rate``) or not-yet-reported cannot be figured: every condition that
+    holds. 0 declared trials is an empty denominator only for the rate."""
     if counts.expected is None:
         return Missing(
             "unknown population: the round declared no expected trial count",
@@ -103,7 +105,7 @@ def _population_problem(counts: RoundCounts) -> Missing | None:
         )
     codes: list[str] = []
     sentences: list[str] = []
-    if counts.expected == 0:
+    if counts.expected == 0 and rate:
         codes.append("empty_denominator")
         sentences.append("the population declares 0 trials")
     if counts.reported > counts.expected:
@@ -137,8 +139,8 @@ def scoring_coverage(counts: RoundCounts) -> Rate | Missing:
 
 
 def not_yet_reported(counts: RoundCounts) -> int | Missing:
-    """expected - distinct trials reported."""
-    problem = _population_problem(counts)
+    """expected - distinct trials reported (0 - 0 is 0: a count needs no denominator)."""
+    problem = _population_problem(counts, rate=False)
     if problem is not None:
         return problem
     assert counts.expected is not None
