@@ -21,6 +21,7 @@ server has one handler and one JSON error shape::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,9 @@ class AttemptSuperseded(Conflict):
 class PayloadTooLarge(TuneplaneError):
     status = 413
     code = "too_large"
+    #: The connection is closed with the answer: kept open, the server would have to read
+    #: and discard the rest of a body it refused, however large.
+    close_connection: ClassVar[bool] = True
 
 
 class InvalidInput(TuneplaneError):
