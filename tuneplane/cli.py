@@ -618,6 +618,7 @@ def _eval_arguments(args: argparse.Namespace) -> list[str]:
     arguments += ["--out", args.out] if args.out is not None else []
     arguments += ["--trace-limit", str(args.trace_limit)]
     arguments += ["--redactor", args.redactor] if args.redactor else []
+    arguments += ["--resume"] if args.resume else []
     return arguments + (["--upload"] if args.upload else [])
 
 
@@ -637,7 +638,7 @@ def _eval_run(args: argparse.Namespace) -> int:
     if args.plan is None:
         print("tuneplane eval run: --plan required", file=sys.stderr)
         return 2
-    options = EvalOptions(args.plan, args.out, args.trace_limit, args.redactor)
+    options = EvalOptions(args.plan, args.out, args.trace_limit, args.redactor, args.resume)
     if args.check_plan:
         return check_plan(options, say)
     if refused(options, say):
@@ -669,10 +670,16 @@ def _add_eval_commands(commands: Any) -> None:
         description="Run the plan's trials one at a time through Harbor's Python API "
         "(Python 3.12+ with harbor: this one, or $TUNEPLANE_HARBOR_PYTHON), then write the "
         "snapshot `tuneplane import harbor` would write from their directories "
-        "(docs/import.md). Exits 0 only when every planned trial ran and was scored.",
+        "(docs/import.md). Exits 0 when every planned trial ran and has an outcome.",
     )
     run.add_argument("--plan", help="the evaluation plan (JSON; see --example-plan)")
     run.add_argument("--out", help="the new directory to write (it must not exist)")
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the interrupted execution in --out (same plan): completed trials "
+        "are not run again, and its snapshot is the same round",
+    )
     run.add_argument(
         "--check-plan",
         action="store_true",

@@ -34,7 +34,12 @@ fi
 
 
 def write_task(
-    tasks: Path, name: str, *, verifier_timeout: float = 30.0, slow: bool = False
+    tasks: Path,
+    name: str,
+    *,
+    verifier_timeout: float = 30.0,
+    slow: bool = False,
+    agent_timeout: float = 60.0,
 ) -> Path:
     """A task asking for one word (its name's first part) in /app/answer.txt."""
     word = name.split("-")[0]
@@ -42,7 +47,7 @@ def write_task(
     (task / "environment").mkdir(parents=True)
     (task / "tests").mkdir()
     (task / "task.toml").write_text(
-        'version = "1.0"\n\n[agent]\ntimeout_sec = 60.0\n\n'
+        f'version = "1.0"\n\n[agent]\ntimeout_sec = {agent_timeout}\n\n'
         f"[verifier]\ntimeout_sec = {verifier_timeout}\n\n"
         "[environment]\nbuild_timeout_sec = 30.0\n"
     )
@@ -63,23 +68,28 @@ def write_plan(
     *,
     deadline: float = 300.0,
     repeats: int = 1,
+    step: int = 1,
     **overrides: Any,
 ) -> Path:
     """An evaluation plan over ``tasks`` (written beneath ``tmp/tasks`` when missing),
-    the scripted agent answering as ``answers`` says, in the scratch sandbox."""
+    the scripted agent answering as ``answers`` says, in the scratch sandbox, with the
+    checkpoint ``scripted/model@<step>``, whose model the agent is given as
+    ``scripted/step-<step>``."""
     for name in tasks:
         if not (tmp / "tasks" / name).exists():
             write_task(tmp / "tasks", name)
     plan: dict[str, Any] = {
         "round": "scripted",
         "benchmark": {"name": "words", "version": "1"},
-        "checkpoint": {"name": "scripted/model@1"},
+        "checkpoint": {
+            "name": f"scripted/model@{step}",
+            "model_name": f"scripted/step-{step}",
+        },
         "digests": DIGESTS,
         "deadline_seconds": deadline,
         "trial_config": {
             "agent": {
                 "import_path": f"{WORLD}:ScriptedAgent",
-                "model_name": "scripted/model",
                 "kwargs": {"answers": answers or {}},
             },
             "environment": {"import_path": f"{WORLD}:ScratchSandbox"},

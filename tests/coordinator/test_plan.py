@@ -38,12 +38,21 @@ def test_the_plan_becomes_an_import_plan_with_the_declared_denominator(tmp_path:
         "world-b-r1",
     ]
     assert plan.trials[0].task_path == (tmp_path / "tasks" / "hello-a").resolve()
-    document = import_plan(plan, {"hello-a-r0", "hello-a-r1"}, {"harbor": "x"})
+    runs = {
+        "hello-a-r0": [(0, "trials/hello-a-r0"), (1, "retry-1/hello-a-r0")],
+        "hello-a-r1": [(0, "trials/hello-a-r1")],
+    }
+    document = import_plan(plan, runs, {"harbor": "x"}, "e1")
     imported = parse_plan("import-plan.json", document)
-    assert [len(t.attempts) for t in imported.trials] == [1, 1, 0, 0]
+    assert [len(t.attempts) for t in imported.trials] == [2, 1, 0, 0]
     assert imported.trials[0].attempts[0].directory == "trials/hello-a-r0"
+    assert imported.trials[0].attempts[1].directory == "retry-1/hello-a-r0"
     assert imported.population_digests()["dataset"] == DIGESTS["dataset"]
     assert imported.settings == {"harbor": "x"}
+    assert imported.execution == "e1"
+    # The checkpoint is recorded beside the round, its agent fields are the plan's own.
+    assert imported.checkpoint == {"name": "scripted/model@1"}
+    assert plan.model == {"model_name": "scripted/step-1"}
 
 
 def _problems(tmp_path: Path, **overrides: object) -> list[str]:
@@ -64,6 +73,19 @@ def _trial(**fields: object) -> dict[str, object]:
         ({"deadline_seconds": 0}, "deadline_seconds: must be a number of seconds greater than 0"),
         ({"trial_config": {"trial_name": "x"}}, "trial_config.trial_name: is set by the"),
         ({"trial_config": []}, "trial_config: required: a Harbor TrialConfig"),
+        (
+            {"trial_config": {"agent": {"name": "x", "model_name": "m"}}},
+            "trial_config.agent.model_name: is the checkpoint's: give it as checkpoint.model_name",
+        ),
+        (
+            {"trial_config": {"agent": {"base_url": "http://m"}}},
+            "trial_config.agent.base_url: is the checkpoint's: give it as checkpoint.base_url",
+        ),
+        (
+            {"checkpoint": {"name": "n", "model_name": 3}},
+            "checkpoint.model_name: must be a string of 1-1024 characters",
+        ),
+        ({"checkpoint": {"name": "n", "port": 3}}, "checkpoint.port: unknown field"),
         (_trial(), "trials[0].path: required"),
         (_trial(path="tasks/none"), "trials[0].path: 'tasks/none' is not a directory"),
         (
@@ -123,8 +145,24 @@ def test_the_output_directory_must_be_new(tmp_path: Path) -> None:
         done = eval_run("--plan", str(plan), "--out", str(out), *extra)
         assert done.returncode == 2, done.stderr
         assert "already exists: an execution writes a new directory" in done.stderr
-        assert "never resumed" in done.stderr
+        assert "add --resume to continue the execution in it" in done.stderr
     assert [p.name for p in out.iterdir()] == ["execution.json"]
+
+
+def test_resume_needs_an_execution_of_the_same_plan(tmp_path: Path) -> None:
+    plan = write_plan(tmp_path, ["hello-a"])
+    out = tmp_path / "out"
+    done = eval_run("--plan", str(plan), "--out", str(out), "--resume")
+    assert done.returncode == 2, done.stderr
+    assert "--resume: holds no execution.json, so no execution to continue" in done.stderr
+    out.mkdir()
+    (out / "execution.json").write_text("{}")
+    (out / "plan.json").write_text(plan.read_text().replace("scripted", "other"))
+    done = eval_run("--plan", str(plan), "--out", str(out), "--resume")
+    assert done.returncode == 2, done.stderr
+    assert "--resume: differs from" in done.stderr
+    assert "the plan the execution started with" in done.stderr
+    assert "Harbor" not in done.stderr
 
 
 def test_without_harbor_the_command_says_so_in_one_line(tmp_path: Path) -> None:

@@ -12,7 +12,9 @@ and commands are run by bash with those paths rewritten. It isolates nothing.
 
 The model is a script: the agent's ``answers`` kwarg says, per task, what it does
 (``right`` writes the answer the task asks for, ``wrong`` another one, ``sleep`` sleeps
-until cancelled, ``crash`` raises, ``wait-for-signal`` touches a file and then sleeps).
+until cancelled, ``crash`` raises, ``wait-for-signal`` touches a file and then sleeps, or,
+once that file exists, as a model that hung once, answers right). An answer keyed
+``<model name>:<task>`` is that model's only: two checkpoints answer differently.
 """
 
 from __future__ import annotations
@@ -137,13 +139,17 @@ class ScriptedAgent(BaseAgent):
     ) -> None:
         wanted = re.search(r"the word (\w+)", instruction)
         task = re.search(r"task (\S+):", instruction)
-        behaviour = self._answers.get(task.group(1) if task else "", "right")
+        name = task.group(1) if task else ""
+        behaviour = self._answers.get(f"{self.model_name}:{name}", self._answers.get(name, "right"))
         self._write_trajectory(instruction, behaviour)
         if behaviour == "crash":
             raise RuntimeError("the scripted model crashed")
+        signal_file = Path(os.environ.get("TUNEPLANE_TEST_SIGNAL_FILE", "/nonexistent"))
+        if behaviour == "wait-for-signal" and signal_file.exists():
+            behaviour = "right"
         if behaviour in ("sleep", "wait-for-signal"):
             if behaviour == "wait-for-signal":
-                Path(os.environ["TUNEPLANE_TEST_SIGNAL_FILE"]).touch()
+                signal_file.touch()
             await environment.exec("sleep 600")
             return
         word = wanted.group(1) if wanted and behaviour == "right" else "nonsense"

@@ -2,34 +2,45 @@
 importer writes (docs/import.md, "The fixed-checkpoint evaluation coordinator").
 
 Order of work: the plan and every trial's Harbor ``TrialConfig`` are checked before the
-output directory is made (it must be new: an uncertain earlier execution is never
-resumed); then the trials run one at a time; then the metadata is saved (``execution.json``,
-``execution-errors.json``, ``import-plan.json``) before the optional text is converted and
-the snapshot written by the importer itself from the trial directories Harbor wrote, so an
-import of the same directories gives the same snapshot. Delivery, when asked for, is the
-CLI's (after all of this).
+output directory is made (it must be new); then the trials run one at a time; then the
+metadata is saved (``execution.json``, ``execution-errors.json``, ``import-plan.json``)
+before the optional text is converted and the snapshot written by the importer itself from
+the trial directories Harbor wrote, so an import of the same directories gives the same
+snapshot. Delivery, when asked for, is the CLI's (after all of this).
 
-Exit status: 0 for a complete execution whose every planned trial is scored (success or
-failure: a model's failures are a completed evaluation); 1 when a trial is unscored or an
-infrastructure error, or the execution stopped before the last trial; 2 for a plan that
-breaks a rule (nothing started); 128 + the signal's number after SIGTERM or SIGINT.
+``--resume`` continues an execution in its existing directory, with the plan it started
+with and the same Harbor: the trials it completed are not run again, a trial a signal or
+a dead process cut short runs again as its next retry (the cut-short run stays in the
+evidence), and the snapshot names the same execution, so it is the same round.
+
+Exit status: 0 when every planned trial has an outcome, whatever it is (a model's failures,
+an agent's timeout or crash, a verifier error: each is its trial's outcome); 1 when a
+planned trial has none (a trial was cut short, or no snapshot could be made); 2 for a plan
+or flags that break a rule (nothing started); 128 + the signal's number after SIGTERM or
+SIGINT.
 """
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import sys
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from tuneplane.coordinator.journal import (
+    EXECUTION_FILE,
     IMPORT_PLAN_FILE,
     PLAN_COPY_FILE,
     SNAPSHOT_FILE,
     Journal,
+    JournalUnreadable,
     TrialRecord,
+    trial_directory,
     write_json,
 )
 from tuneplane.coordinator.plan import EvalPlan, import_plan, load_eval_plan
@@ -41,9 +52,10 @@ from tuneplane.importers.text import TRACE_LIMIT_MAX, Redactor, load_redactor
 
 #: Prints one line for people (on stderr, by the CLI).
 Say = Callable[[str], None]
-SCORED: Final = frozenset({"success", "failure"})
 EXIT_INCOMPLETE: Final = 1
 EXIT_REFUSED: Final = 2
+#: Held by the process running an execution, so two never run in one directory at once.
+LOCK_FILE: Final = ".execution.lock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +64,8 @@ class EvalOptions:
     out: str | None
     trace_limit: int = 0
     redactor: str | None = None
+    #: Continue the execution in ``out`` instead of starting one in a new directory.
+    resume: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +87,40 @@ def _exists(out: str) -> Problem:
     return Problem(
         out,
         "",
-        "already exists: an execution writes a new directory (an earlier, uncertain "
-        "execution is never resumed); name another one",
+        "already exists: an execution writes a new directory; name another one, or add "
+        "--resume to continue the execution in it",
     )
+
+
+def _out_problems(options: EvalOptions, out: str) -> list[Problem]:
+    """A new execution's directory must not exist; a resumed one's must hold an
+    execution started with this very plan (task paths are relative to the plan file, so
+    the plan is named again rather than read from the copy)."""
+    if not options.resume:
+        return [_exists(out)] if Path(out).exists() else []
+    if not (Path(out) / EXECUTION_FILE).is_file():
+        return [
+            Problem(
+                out,
+                "",
+                f"--resume: holds no {EXECUTION_FILE}, so no execution to continue "
+                "(without --resume an execution writes a new directory)",
+            )
+        ]
+    try:
+        same = (Path(out) / PLAN_COPY_FILE).read_bytes() == Path(options.plan).read_bytes()
+    except OSError as exc:
+        return [Problem(out, "", f"--resume: the plan cannot be compared: {exc}")]
+    if not same:
+        return [
+            Problem(
+                options.plan,
+                "",
+                f"--resume: differs from {Path(out) / PLAN_COPY_FILE}, the plan the execution "
+                "started with: resume with that plan, or run this one into a new directory",
+            )
+        ]
+    return []
 
 
 def _checked(options: EvalOptions) -> tuple[EvalPlan, Redactor | None]:
@@ -93,7 +138,9 @@ def _checked(options: EvalOptions) -> tuple[EvalPlan, Redactor | None]:
         redactor = load_redactor(options.redactor) if options.redactor else None
     except ImportRefused as refused:
         problems += refused.problems
-    if options.out is not None and Path(options.out).exists():
+    if options.out is not None and plan is not None:
+        problems += _out_problems(options, options.out)
+    elif options.out is not None and not options.resume and Path(options.out).exists():
         problems.append(_exists(options.out))
     if problems or plan is None:
         raise ImportRefused(problems)
@@ -104,7 +151,7 @@ def refused(options: EvalOptions, say: Say) -> bool:
     """Whether the plan, the flags or the output directory break a rule (each problem
     said): checked before Harbor is looked for, so a bad plan needs no Harbor."""
     if options.out is None:
-        say("--out: required: the new directory the execution writes")
+        say("--out: required: the new directory the execution writes (or, with --resume, wrote)")
         return True
     try:
         _checked(options)
@@ -144,40 +191,100 @@ def _progress(out: Path, say: Say) -> Callable[[TrialRecord], None]:
 
 def _verdict(journal: Journal, snapshot: Snapshot, say: Say) -> int:
     current = {t["trial_id"]: t["status"] for t in snapshot.trials}
-    unscored = [trial for trial, status in current.items() if status not in SCORED]
-    not_run = len(journal.trials) - len(journal.started)
-    errors = journal.errors()
-    if journal.state == "complete" and not unscored:
-        say(f"evaluation complete: all {len(journal.trials)} planned trials scored")
+    counts: dict[str, int] = {}
+    for status in current.values():
+        counts[status] = counts.get(status, 0) + 1
+    outcomes = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    unfinished = journal.unfinished()
+    if journal.state == "complete" and len(current) == journal.planned:
+        planned = journal.planned
+        say(f"evaluation complete: all {planned} planned trials have an outcome ({outcomes})")
         return 0
-    why = [f"{len(unscored)} trials not scored"] if unscored else []
-    if errors:
-        first = errors[0]
-        why.append(f"stopped at trial {first['trial_id']} ({first['error_type']})")
+    not_run = journal.planned - len(journal.started)
+    cut = len(unfinished) - not_run
+    why = [f"{cut} trials cut short"] if cut else []
     if not_run:
-        why.append(f"{not_run} of {len(journal.trials)} planned trials not run")
-    say(f"evaluation incomplete: {'; '.join(why)}")
+        why.append(f"{not_run} of {journal.planned} planned trials not run")
+    say(
+        f"evaluation incomplete: {'; '.join(why) or 'trials without an outcome'}; "
+        "`tuneplane eval run --resume` with the same plan and --out continues it"
+    )
     return EXIT_INCOMPLETE
 
 
-def _execute(plan: EvalPlan, out: Path, say: Say) -> tuple[Journal, int | None]:
-    from tuneplane.coordinator.execute import run_trials, settings_evidence, trial_configs
-    from tuneplane.coordinator.runtime import harbor_version
+@contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    """The execution's directory, held by this process until it is done with it."""
+    with open(out / LOCK_FILE, "a") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            problem = Problem(str(out), "", "another process is running this execution")
+            raise ImportRefused([problem]) from None
+        yield
 
-    configs = trial_configs(plan, out)
+
+def _new_journal(plan: EvalPlan, out: Path, version: str) -> Journal:
     try:
         out.mkdir(parents=True)
     except FileExistsError:  # made by another process since it was checked
         raise ImportRefused([_exists(str(out))]) from None
     shutil.copyfile(plan.file, out / PLAN_COPY_FILE)
-    version = harbor_version()
-    records = [TrialRecord(t.trial_id, t.task, t.repeat, t.directory) for t in plan.trials]
+    records = [
+        TrialRecord(t.trial_id, t.task, t.repeat, 0, trial_directory(t.trial_id, 0))
+        for t in plan.trials
+    ]
     python = ".".join(str(part) for part in sys.version_info[:3])
-    journal = Journal(out, plan.deadline_seconds, version, python, records)
-    say(f"running {len(records)} trials with Harbor {version} into {out}")
+    return Journal(out, plan.deadline_seconds, version, python, uuid.uuid4().hex, records)
+
+
+def _resumed_journal(plan: EvalPlan, out: Path, version: str) -> Journal:
+    """The journal of the execution in ``out``, if this plan and Harbor may continue it."""
+    where = str(out / EXECUTION_FILE)
+    try:
+        journal = Journal.load(out)
+    except JournalUnreadable as exc:
+        raise ImportRefused([Problem(where, "", f"--resume: {exc}")]) from None
+    if journal.harbor_version != version:
+        rule = (
+            f"--resume: the execution ran with Harbor {journal.harbor_version} and this is "
+            f"Harbor {version}: its settings evidence would change; resume it with Harbor "
+            f"{journal.harbor_version}"
+        )
+        raise ImportRefused([Problem(where, "harbor_version", rule)])
+    if list(journal.current()) != [t.trial_id for t in plan.trials]:
+        rule = "--resume: its trials are not the plan's"
+        raise ImportRefused([Problem(where, "trials", rule)])
+    journal.resumes += 1
+    return journal
+
+
+def _execute(
+    plan: EvalPlan, out: Path, say: Say, resume: bool, held: ExitStack
+) -> tuple[Journal, int | None]:
+    """Run the trials; the directory stays locked by ``held`` until it is closed."""
+    from tuneplane.coordinator.execute import run_trials, settings_evidence, trial_configs
+    from tuneplane.coordinator.runtime import harbor_version
+
+    configs = trial_configs(plan, out)
+    version = harbor_version()
+    if resume:
+        held.enter_context(_locked(out))
+        journal = _resumed_journal(plan, out, version)
+        left = len(journal.unfinished())
+        say(f"resuming: {left} of {journal.planned} trials to run with Harbor {version} in {out}")
+    else:
+        journal = _new_journal(plan, out, version)
+        held.enter_context(_locked(out))
+        say(f"running {journal.planned} trials with Harbor {version} into {out}")
     stopped_by = run_trials(plan, configs, journal, _progress(out, say))
     evidence = settings_evidence(configs, plan, version)
-    write_json(out / IMPORT_PLAN_FILE, import_plan(plan, journal.started, evidence))
+    runs: dict[str, list[tuple[int, str]]] = {}
+    for record in journal.trials:
+        if record.execution != "not_started":
+            runs.setdefault(record.trial_id, []).append((record.retry, record.directory))
+    document = import_plan(plan, runs, evidence, journal.execution_id)
+    write_json(out / IMPORT_PLAN_FILE, document)
     return journal, stopped_by
 
 
@@ -187,13 +294,25 @@ def evaluate(options: EvalOptions, say: Say) -> Evaluated:
         say("--out: required: the new directory the execution writes")
         return Evaluated(EXIT_REFUSED)
     out = Path(options.out).absolute()
-    try:
-        plan, redactor = _checked(options)
-        journal, stopped_by = _execute(plan, out, say)
-    except ImportRefused as refused:
-        _refused(refused, say)
-        say("the plan was refused: nothing was started")
-        return Evaluated(EXIT_REFUSED)
+    with ExitStack() as held:
+        try:
+            plan, redactor = _checked(options)
+            journal, stopped_by = _execute(plan, out, say, options.resume, held)
+        except ImportRefused as refused:
+            _refused(refused, say)
+            say("the plan was refused: nothing was started")
+            return Evaluated(EXIT_REFUSED)
+        return _snapshot(options, out, journal, stopped_by, redactor, say)
+
+
+def _snapshot(
+    options: EvalOptions,
+    out: Path,
+    journal: Journal,
+    stopped_by: int | None,
+    redactor: Redactor | None,
+    say: Say,
+) -> Evaluated:
     say(f"metadata saved: {out / 'execution.json'}, {out / 'execution-errors.json'}")
     try:
         snapshot = import_harbor(

@@ -6,8 +6,12 @@ Harbor owns the sandbox: it creates and cleans it up, and its own timeouts (agen
 verifier, setup) are recorded in the trial's result. The coordinator's deadline is a
 backstop around the whole trial: when it passes, the trial's task is cancelled and the
 coordinator waits for Harbor's own cleanup (cooperative, not a hard kill). SIGTERM and
-SIGINT cancel the current trial the same way. There are no automatic retries, and the
-first trial that raises, records an exception or is cancelled stops the trials after it.
+SIGINT cancel the current trial the same way. There are no automatic retries.
+
+Whatever ends a trial — an agent timeout or crash, a verifier error, the deadline, Harbor's
+API raising — is that trial's outcome, and the next trial runs: only a signal stops the
+execution. ``--resume`` runs again what a signal or a dead process cut short (as the
+trial's next retry, in a directory of its own) and the trials never started.
 """
 
 from __future__ import annotations
@@ -28,7 +32,12 @@ from tuneplane.coordinator.journal import (
     TrialRecord,
     now,
 )
-from tuneplane.coordinator.plan import COORDINATOR_FIELDS, TRIALS_DIR, EvalPlan, EvalTrial
+from tuneplane.coordinator.plan import (
+    CHECKPOINT_AGENT_FIELDS,
+    COORDINATOR_FIELDS,
+    TRIALS_DIR,
+    EvalPlan,
+)
 from tuneplane.importers.harbor import read_attempt
 from tuneplane.importers.problems import ImportRefused, Problem
 
@@ -51,8 +60,11 @@ def trial_configs(plan: EvalPlan, out: Path) -> list[Any]:
     configs: list[Any] = []
     problems: dict[tuple[str, str], Problem] = {}
     for trial in plan.trials:
+        agent = plan.trial_config.get("agent")
         raw = {
             **plan.trial_config,
+            # The checkpoint's model, given to the agent here and nowhere else.
+            "agent": {**(agent if isinstance(agent, dict) else {}), **plan.model},
             "task": {"path": str(trial.task_path)},
             "trial_name": trial.trial_id,
             "trials_dir": str(out / TRIALS_DIR),
@@ -103,8 +115,11 @@ def _unresolved(file: str, config: Any) -> dict[tuple[str, str], Problem]:
 def settings_evidence(configs: Sequence[Any], plan: EvalPlan, harbor: str) -> dict[str, Any]:
     """The protocol's evaluation settings, from the trial configuration actually run
     (Harbor's model with its defaults filled in and secrets in ``env`` templated), not
-    from a declaration."""
-    template = configs[0].model_dump(mode="json", exclude=set(COORDINATOR_FIELDS))
+    from a declaration. The checkpoint's model and endpoint are left out: they are the
+    checkpoint's identity, which the settings digest must not depend on."""
+    exclude: dict[str, Any] = {key: True for key in COORDINATOR_FIELDS}
+    exclude["agent"] = {key: True for key in CHECKPOINT_AGENT_FIELDS}
+    template = configs[0].model_dump(mode="json", exclude=exclude)
     return {
         "coordinator": "tuneplane eval run",
         "harbor": harbor,
@@ -152,10 +167,13 @@ def _message(exc: BaseException) -> str:
 
 
 async def _run_one(
-    trial: EvalTrial, config: Any, record: TrialRecord, deadline: float, control: _Control
+    config: Any, record: TrialRecord, journal: Journal, deadline: float, control: _Control
 ) -> None:
     record.execution = "running"
     record.started_at = now()
+    # Saved before Harbor makes the trial's directory: a process killed during the trial
+    # leaves it "running", and --resume runs it again in a directory of its own.
+    journal.save()
     control.current = asyncio.ensure_future(_attempt(config))
     control.cancelling = False
     done, _ = await asyncio.wait({control.current}, timeout=deadline)
@@ -167,7 +185,7 @@ async def _run_one(
         result = await control.current  # after a cancellation: Harbor's cleanup, waited for
     except asyncio.CancelledError:
         pass
-    except Exception as exc:  # Harbor's API raised: recorded, and the execution stops
+    except Exception as exc:  # Harbor's API raised: the trial's outcome, recorded
         record.error_type, record.message = HARBOR_ERROR, _message(exc)
     finally:
         control.current = None
@@ -184,10 +202,14 @@ async def _run_one(
         record.error_type = TRIAL_EXCEPTION
         detail = f": {info.exception_message}" if info is not None else ""
         record.message = f"{record.exception_type}{detail}"[:MESSAGE_MAX_CHARS]
-    if record.error_type is None:
-        record.execution = "completed"
-    else:
-        record.execution = "interrupted" if control.signal is not None else "stopped"
+    record.execution = "interrupted" if control.signal is not None else "completed"
+
+
+def _config(config: Any, record: TrialRecord, out: Path) -> Any:
+    """The trial's configuration for this run: a resumed run writes its own directory."""
+    if record.retry == 0:
+        return config
+    return config.model_copy(update={"trials_dir": out / Path(record.directory).parent})
 
 
 async def _run_all(
@@ -201,14 +223,16 @@ async def _run_all(
     for signum in _SIGNALS:
         loop.add_signal_handler(signum, control.interrupt, signum)
     try:
-        for trial, config, record in zip(plan.trials, configs, journal.trials, strict=True):
+        for trial, config in zip(plan.trials, configs, strict=True):
             if control.signal is not None:
                 break
-            await _run_one(trial, config, record, plan.deadline_seconds, control)
+            record = journal.next_run(trial.trial_id)
+            if record is None:  # completed before a resume
+                continue
+            run = _config(config, record, journal.out)
+            await _run_one(run, record, journal, plan.deadline_seconds, control)
             journal.save()
             on_trial(record)
-            if record.error_type is not None:
-                break
     finally:
         for signum in _SIGNALS:
             loop.remove_signal_handler(signum)
@@ -218,17 +242,16 @@ async def _run_all(
 def run_trials(
     plan: EvalPlan, configs: Sequence[Any], journal: Journal, on_trial: OnTrial
 ) -> int | None:
-    """Run the trials in plan order, saving the journal after each; the signal that
-    stopped them, if one did. The journal's state says how the execution ended."""
+    """Run the trials in plan order that have no completed run yet, saving the journal
+    as each starts and ends; the signal that stopped them, if one did. The journal's
+    state says how the execution ended."""
+    journal.state = "running"
     journal.save()
     stopped_by = asyncio.run(_run_all(plan, configs, journal, on_trial))
-    errors = journal.errors()
     if stopped_by is not None:
         journal.state = "interrupted"
-    elif errors or len(journal.started) < len(journal.trials):
-        journal.state = "stopped"
     else:
-        journal.state = "complete"
+        journal.state = "complete" if not journal.unfinished() else "running"
     journal.finished_at = now()
     journal.save()
     return stopped_by

@@ -1,6 +1,11 @@
 """The evaluation plan of ``tuneplane eval run``: the import plan's declarations, plus
 what to run — each trial's local Harbor task directory, and one Harbor ``TrialConfig``
-template (agent, model endpoint, environment, timeouts) for all of them.
+template (agent, environment, timeouts) for all of them.
+
+The checkpoint is named in one place, ``checkpoint``: its ``name`` (recorded beside the
+round) and the ``model_name`` / ``base_url`` the agent is given at run time. None of it is
+part of the template, so none of it enters the settings digest: two plans that differ only
+in their checkpoint declare the same protocol and their rounds compare.
 
 Everything here is checked without Harbor (``--check-plan``): the declarations by the
 import plan's own rules (:mod:`tuneplane.importers.plan`, so the two can never disagree),
@@ -17,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -49,6 +55,9 @@ _FIELDS: Final = (
 )
 #: Fields the import plan's rules do not check (the coordinator's own).
 _OWN: Final = ("deadline_seconds", "trial_config", "trials")
+#: The checkpoint's own fields of an evaluation plan (beyond the import plan's name and
+#: digest): what the agent is given at run time, as Harbor's ``AgentConfig`` names them.
+CHECKPOINT_AGENT_FIELDS: Final = ("model_name", "base_url")
 
 EXAMPLE_EVAL_PLAN: Final = """{
   "plan_version": 1,
@@ -56,7 +65,9 @@ EXAMPLE_EVAL_PLAN: Final = """{
   "benchmark": {"name": "terminal-bench", "version": "2.0"},
   "checkpoint": {
     "name": "org/model@step-1200",
-    "digest": "REPLACE_WITH_CHECKPOINT_WEIGHTS_SHA256_OR_REMOVE_THIS_KEY"
+    "digest": "REPLACE_WITH_CHECKPOINT_WEIGHTS_SHA256_OR_REMOVE_THIS_KEY",
+    "model_name": "hosted_vllm/step-1200",
+    "base_url": "http://model-service:8000/v1"
   },
   "digests": {
     "dataset": "REPLACE_WITH_DATASET_MANIFEST_SHA256",
@@ -66,8 +77,7 @@ EXAMPLE_EVAL_PLAN: Final = """{
   },
   "deadline_seconds": 1800,
   "trial_config": {
-    "agent": {"name": "terminus-2", "model_name": "hosted_vllm/step-1200",
-              "base_url": "http://model-service:8000/v1"},
+    "agent": {"name": "terminus-2"},
     "environment": {"type": "docker"},
     "timeout_multiplier": 1.0
   },
@@ -102,6 +112,9 @@ class EvalPlan:
     deadline_seconds: float
     #: The TrialConfig template, as the plan gives it (Harbor fills in its defaults).
     trial_config: dict[str, Any]
+    #: The checkpoint's ``model_name`` and ``base_url`` (those given), set on the agent of
+    #: every trial's TrialConfig at run time and kept out of the settings evidence.
+    model: dict[str, str]
     #: In task / repeat order, as the snapshot lists them.
     trials: tuple[EvalTrial, ...]
 
@@ -185,7 +198,36 @@ def _template(raw: object, problems: list[Problem]) -> dict[str, Any]:
                     "is set by the coordinator for each trial: leave it out",
                 )
             )
+    agent = raw.get("agent")
+    for key in CHECKPOINT_AGENT_FIELDS:
+        if isinstance(agent, dict) and key in agent:
+            problems.append(
+                Problem(
+                    "",
+                    f"trial_config.agent.{key}",
+                    f"is the checkpoint's: give it as checkpoint.{key} (the checkpoint is "
+                    "no part of the settings digest, so two checkpoints' rounds compare)",
+                )
+            )
     return dict(raw)
+
+
+def _model(raw: object, problems: list[Problem]) -> dict[str, str]:
+    """The checkpoint's agent fields (the rest of ``checkpoint`` is the import plan's)."""
+    if not isinstance(raw, dict):
+        return {}
+    model: dict[str, str] = {}
+    for key in CHECKPOINT_AGENT_FIELDS:
+        value = raw.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip() or len(value) > 1024:
+            problems.append(
+                Problem("", f"checkpoint.{key}", "must be a string of 1-1024 characters")
+            )
+        else:
+            model[key] = value
+    return model
 
 
 def _declared(file: str, raw: dict[str, Any], problems: list[Problem]) -> Plan | None:
@@ -199,6 +241,9 @@ def _declared(file: str, raw: dict[str, Any], problems: list[Problem]) -> Plan |
         for item in (trials if isinstance(trials, list) else [])
     ]
     as_import = {key: raw[key] for key in _FIELDS if key in raw and key not in _OWN}
+    if isinstance(raw.get("checkpoint"), dict):
+        checkpoint = raw["checkpoint"].items()
+        as_import["checkpoint"] = {k: v for k, v in checkpoint if k not in CHECKPOINT_AGENT_FIELDS}
     if "trials" in raw:
         as_import["trials"] = shaped if isinstance(trials, list) else trials
     try:
@@ -226,6 +271,7 @@ def parse_eval_plan(file: str, raw: object) -> EvalPlan:
     local: list[Problem] = []
     deadline = _deadline(raw.get("deadline_seconds"), local)
     template = _template(raw.get("trial_config"), local)
+    model = _model(raw.get("checkpoint"), local)
     paths: dict[str, Path] = {}
     base = Path(file).resolve().parent
     for index, item in enumerate(items if isinstance(items, list) else []):
@@ -239,7 +285,7 @@ def parse_eval_plan(file: str, raw: object) -> EvalPlan:
     if problems or declared is None:
         raise ImportRefused(problems or [Problem(file, "", "is not a plan")])
     trials = tuple(_trial(t, paths[t.where]) for t in declared.trials)
-    return EvalPlan(file, declared, deadline, template, trials)
+    return EvalPlan(file, declared, deadline, template, model, trials)
 
 
 def _trial(planned: PlannedTrial, path: Path) -> EvalTrial:
@@ -257,14 +303,21 @@ def load_eval_plan(path: str) -> EvalPlan:
     return parse_eval_plan(path, raw)
 
 
-def import_plan(plan: EvalPlan, started: set[str], settings: dict[str, Any]) -> dict[str, Any]:
+def import_plan(
+    plan: EvalPlan,
+    runs: Mapping[str, Sequence[tuple[int, str]]],
+    settings: dict[str, Any],
+    execution: str,
+) -> dict[str, Any]:
     """The import plan of an execution: every planned trial (the declared denominator),
-    with one attempt (retry 0, no automatic retries) for each trial that was started and
-    none for the others (missing coverage); ``settings`` is the protocol's evidence."""
+    with one attempt per run that was started (``runs``: trial ID -> its runs' retry and
+    directory; a trial never started has none: missing coverage); ``settings`` is the
+    protocol's evidence, ``execution`` the ID its round is named after."""
     declared = plan.declared
     document: dict[str, Any] = {
         "plan_version": 1,
         "round": declared.round,
+        "execution": execution,
         "checkpoint": declared.checkpoint,
         "digests": declared.digests,
         "settings": settings,
@@ -273,11 +326,10 @@ def import_plan(plan: EvalPlan, started: set[str], settings: dict[str, Any]) -> 
                 "task": trial.task,
                 "repeat": trial.repeat,
                 "trial_id": trial.trial_id,
-                "attempts": (
-                    [{"retry": 0, "directory": trial.directory}]
-                    if trial.trial_id in started
-                    else []
-                ),
+                "attempts": [
+                    {"retry": retry, "directory": directory}
+                    for retry, directory in runs.get(trial.trial_id, ())
+                ],
             }
             for trial in plan.trials
         ],

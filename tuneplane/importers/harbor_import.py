@@ -144,6 +144,7 @@ def import_harbor(
         trials=trials,
         trajectories=trajectories,
         evidence=evidence,
+        execution=plan.execution,
     )
     # What is written is exactly what the server takes: checked as the upload will be.
     return check_snapshot("snapshot", snapshot.document)

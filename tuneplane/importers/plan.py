@@ -47,6 +47,7 @@ _FIELDS: Final = (
     "digests",
     "settings",
     "trials",
+    "execution",
 )
 _TRIAL_FIELDS: Final = ("task", "repeat", "trial_id", "attempts")
 _ATTEMPT_FIELDS: Final = ("retry", "directory")
@@ -114,6 +115,10 @@ class Plan:
     settings: dict[str, Any]
     #: In task / repeat order.
     trials: tuple[PlannedTrial, ...]
+    #: The execution the trials belong to (``tuneplane eval run`` names its own): when
+    #: given, the round ID is made from it instead of the snapshot's content, so every
+    #: snapshot of one execution, before and after it is resumed, is one round.
+    execution: str | None = None
 
     def population_digests(self) -> dict[str, str]:
         """The round's declared digests: the dataset and verifier as the plan gives them,
@@ -369,6 +374,9 @@ def parse_plan(file: str, raw: object) -> Plan:
             f"required: the round ID's prefix, 1-{ROUND_PREFIX_MAX_CHARS} ASCII letters, "
             "digits, '_' or '-'",
         )
+    execution = raw.get("execution")
+    if execution is not None and (not isinstance(execution, str) or id_problem(execution)):
+        check.add("execution", f"an execution's ID: {ID_RULE}")
     settings = raw.get("settings", {})
     if not isinstance(settings, dict):
         check.add("settings", "must be an object (the evaluation settings fingerprinted)")
@@ -386,7 +394,9 @@ def parse_plan(file: str, raw: object) -> Plan:
     if check.problems or not isinstance(round_prefix, str):
         raise ImportRefused(check.problems)
     ordered = sorted(trials, key=lambda t: (t.task, t.repeat))
-    return Plan(file, round_prefix, benchmark, checkpoint, digests, settings, tuple(ordered))
+    return Plan(
+        file, round_prefix, benchmark, checkpoint, digests, settings, tuple(ordered), execution
+    )
 
 
 def load_plan(path: str) -> Plan:

@@ -20,6 +20,11 @@ The content hash covers everything but itself and the round ID (which is made fr
 importing the same inputs again gives the same round, whose outcomes the server already
 has (duplicates that add nothing); changed inputs give a new round. Reading a snapshot
 checks the hash, so a file edited by hand is refused rather than uploaded.
+
+A snapshot of one execution of ``tuneplane eval run`` carries its ``execution`` ID, and its
+round ID is made from the round's prefix and that ID instead (:func:`round_id_of`): the
+snapshot saved when the execution was interrupted and the one written after ``--resume``
+are one round, the later one adding the trials the earlier one lacked.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tuneplane.contract.ids import ID_RULE, id_problem
 from tuneplane.contract.limits import IMPORT_SNAPSHOT_MAX_BYTES
 from tuneplane.contract.observations import parse_observation
 from tuneplane.contract.trajectories import parse_trajectory
@@ -45,7 +51,17 @@ SNAPSHOT_VERSION: Final = 1
 CHECKPOINT_EVENT: Final = "evaluation/checkpoint"
 _BODY: Final = ("source", "round", "population", "checkpoint", "trials", "trajectories", "evidence")
 #: Parts a snapshot may leave out (covered by the content hash when present).
-_OPTIONAL: Final = ("events",)
+_OPTIONAL: Final = ("events", "execution")
+
+
+def round_id_of(round_prefix: str, content_hash: str, execution: object = None) -> str:
+    """The round ID: the prefix and the content hash, or the execution's ID when the
+    snapshot names one (so an execution's snapshots are one round, however many trials
+    each holds)."""
+    basis = content_hash
+    if execution is not None:
+        basis = canonical_digest({"round": round_prefix, "execution": execution})
+    return f"{round_prefix}-{basis[:ROUND_HASH_CHARS]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +139,10 @@ def assemble(
     trajectories: list[dict[str, Any]],
     evidence: list[dict[str, Any]],
     events: list[dict[str, Any]] | None = None,
+    execution: str | None = None,
 ) -> Snapshot:
-    """The snapshot of these parts (each without ``round_id``: it comes from the hash;
-    ``events`` carry it in their fields, added here)."""
+    """The snapshot of these parts (each without ``round_id``: it comes from the hash, or
+    from ``execution`` when given; ``events`` carry it in their fields, added here)."""
     body: dict[str, Any] = {
         "source": source,
         "round": round_prefix,
@@ -137,8 +154,10 @@ def assemble(
     }
     if events is not None:
         body["events"] = events
+    if execution is not None:
+        body["execution"] = execution
     content_hash = canonical_digest(body)
-    round_id = f"{round_prefix}-{content_hash[:ROUND_HASH_CHARS]}"
+    round_id = round_id_of(round_prefix, content_hash, execution)
     document = {
         "format": SNAPSHOT_FORMAT,
         "version": SNAPSHOT_VERSION,
@@ -217,7 +236,7 @@ def check_snapshot(file: str, document: object) -> Snapshot:
     missing = [key for key in _BODY if key not in document]
     if missing:
         raise ImportRefused([Problem(file, key, "required") for key in missing])
-    lists = ("trials", "trajectories", "evidence", *(k for k in _OPTIONAL if k in document))
+    lists = ("trials", "trajectories", "evidence", *(k for k in ("events",) if k in document))
     shaped = isinstance(document["population"], dict) and all(
         isinstance(document[key], list) and all(isinstance(item, dict) for item in document[key])
         for key in lists
@@ -239,12 +258,15 @@ def check_snapshot(file: str, document: object) -> Snapshot:
             {**e, "fields": {k: v for k, v in e["fields"].items() if k != "round_id"}}
             for e in body["events"]
         ]
+    execution = document.get("execution")
+    if execution is not None and id_problem(execution):
+        raise ImportRefused([Problem(file, "execution", f"an execution's ID: {ID_RULE}")])
     content_hash = canonical_digest(body)
     if document.get("content_hash") != content_hash:
         raise ImportRefused(
             [Problem(file, "content_hash", "does not match the content: the file was changed")]
         )
-    round_id = f"{document['round']}-{content_hash[:ROUND_HASH_CHARS]}"
+    round_id = round_id_of(document["round"], content_hash, execution)
     carried = {document.get("round_id"), document["population"].get("round_id")}
     carried |= {item.get("round_id") for item in document["trials"] + document["trajectories"]}
     carried |= {event["fields"].get("round_id") for event in document.get("events", ())}
