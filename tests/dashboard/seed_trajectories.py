@@ -108,7 +108,12 @@ def seed_eval_run(base: str, admin_key: str, run: str = "eval-run") -> str:
                 "total_messages": 40,
                 "complete": False,
             },
-            {**evaluation("val-t", "samp", 0, short), "capture_policy": "sampled"},
+            # As an import sends it: every message kept, yet not declared complete.
+            {
+                **evaluation("val-t", "samp", 0, short),
+                "capture_policy": "sampled",
+                "complete": False,
+            },
             evaluation("val-t", "del", 0, short),
             evaluation("val-none", "hidden", 0, short),
         ],

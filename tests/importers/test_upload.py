@@ -52,6 +52,9 @@ def assert_the_fixture_round_arrived(server: Server, run: str, out: Path, attemp
         assert stored["messages"], item
         assert stored["capture_policy"] == "sampled"
         assert stored["complete"] is False
+        # Not declared complete, yet nothing was cut: the index says so.
+        assert item["truncated"] is False
+        assert item["message_count"] == item["total_messages"]
     checkpoint = [e for e in events(server, run, CHECKPOINT_EVENT) if e["attempt"] == attempt]
     assert [e["fields"]["checkpoint"] for e in checkpoint] == ["org/model@step-100"]
 

@@ -26,7 +26,10 @@ export function textNotes(row) {
   if (row.capture_policy === "sampled") {
     notes.push({ kind: "sampled", short: "sampled", text: "Sampled: the producer captured the text of only some executions, this one among them." });
   }
-  if (row.truncated || row.complete === false) {
+  // The index's `truncated` (fewer messages kept than the conversation had) is the one
+  // source: `complete: false` alone only says the producer does not vouch for the whole
+  // conversation (every import says so), and nothing was cut.
+  if (row.truncated) {
     notes.push({
       kind: "truncated",
       short: `truncated (kept ${fmtInt(row.message_count)} of ${fmtInt(row.total_messages)})`,
