@@ -6,10 +6,12 @@
 
 import uPlot from "../vendor/uPlot.esm.js";
 import { fade } from "../lib/colors.js";
-import { chartDrawn } from "../lib/debug.js";
+import { axesDrawn, chartDrawn } from "../lib/debug.js";
 import { h, morph } from "../lib/dom.js";
 import { fileName, saveBlob } from "../lib/download.js";
-import { fmtDuration, fmtInt, fmtNum, fmtStep } from "../lib/format.js";
+import { fmtInt, fmtStep } from "../lib/format.js";
+import { chartColors } from "../lib/theme.js";
+import { axes, axesShown } from "./axes.js";
 import { PlotLayer } from "./layer.js";
 import { Legend } from "./legend.js";
 import { ema, invalidX, nearest, positive, xValues } from "./series.js";
@@ -19,8 +21,6 @@ const HEIGHT = 220;
 const TOLERANCE = 0.25;
 
 let lastPartId = 0;
-
-const AXIS = { stroke: "#555", grid: { stroke: "#eee", width: 1 }, ticks: { stroke: "#ddd" } };
 
 export class Chart {
   /** runs: [{key, label, color}]; onSelect(lo, hi) in x units; onReset(). */
@@ -269,12 +269,6 @@ export class Chart {
   }
 
   options(view) {
-    const xValuesFmt =
-      view.x === "step"
-        ? (u, splits) => splits.map(fmtStep)
-        : view.x === "relative"
-          ? (u, splits) => splits.map(fmtDuration)
-          : undefined;
     // The bands are not uPlot's data: the y range is taken from every value drawn.
     const yRange = () => {
       const [lo, hi] = this.drawn?.y ?? [];
@@ -291,10 +285,7 @@ export class Chart {
         x: { time: view.x === "time" },
         y: view.log ? { distr: 3, log: 10, range: yRange } : { range: yRange },
       },
-      axes: [
-        { ...AXIS, values: xValuesFmt, space: 60 },
-        { ...AXIS, size: 58, values: (u, splits) => splits.map(fmtNum) },
-      ],
+      axes: axes(view, chartColors()),
       cursor: {
         sync: { key: "tuneplane", setSeries: false },
         drag: { x: true, y: false, setScale: false },
@@ -306,7 +297,12 @@ export class Chart {
       },
       hooks: {
         // After every redraw of the axes (new data, zoom, size): the data over them.
-        draw: [(u) => this.paintData(u, view.log)],
+        draw: [
+          (u) => {
+            this.paintData(u, view.log);
+            axesDrawn(this.metric, axesShown(u));
+          },
+        ],
         setSelect: [
           (u) => {
             if (u.select.width < 4) return;

@@ -6,6 +6,7 @@
 //   ready: every chart in view has drawn its first data; updates: live updates applied
 //   paintMs: time spent drawing the charts' data layers so far (in a worker, where one draws)
 //   lastObservationId: the run's last_observation_id the page last acted on
+//   charts[metric].axes: each axis as last drawn (see charts/axes.js axesShown)
 
 export const debug = {
   page: null,
@@ -27,4 +28,8 @@ export function chartDrawn(metric, counts, downsampled, extra = {}) {
   const entry = (debug.charts[metric] ??= { runs: {}, draws: 0, downsampled: false });
   Object.assign(entry, extra, { runs: counts, downsampled });
   entry.draws += 1;
+}
+
+export function axesDrawn(metric, axes) {
+  (debug.charts[metric] ??= { runs: {}, draws: 0, downsampled: false }).axes = axes;
 }

@@ -13,6 +13,50 @@ export function fmtNum(v) {
   return String(Number(v.toPrecision(4)));
 }
 
+/**
+ * Labels of evenly spaced axis ticks `incr` apart: as many digits as tell neighbours apart
+ * and no more, so a constant learning rate reads 9.5e-5, 1e-4, 1.05e-4 (not 1.00e-4 five
+ * times). Plain decimals between 1e-3 and 1e6, an exponent beyond.
+ */
+export function fmtTicks(splits, incr) {
+  const step = Math.abs(incr) || 1;
+  const largest = Math.max(0, ...splits.map((v) => (v == null ? 0 : Math.abs(v))));
+  const plain = largest === 0 || (largest >= 1e-3 && largest < 1e6);
+  const decimals = Math.min(12, Math.max(0, decimalsOf(step)));
+  return splits.map((v) => {
+    if (v == null) return null;
+    if (plain || v === 0) return trimZeros(v.toFixed(decimals));
+    // The mantissa's digits down to the step's last digit.
+    const exponent = Math.floor(Math.log10(Math.abs(v)));
+    return expLabel(v, Math.min(12, Math.max(0, exponent + decimalsOf(step))));
+  });
+}
+
+/** How many decimals a tick increment (1, 2 or 2.5 times a power of ten) is written with. */
+function decimalsOf(step) {
+  for (let d = -20; d <= 20; d++) {
+    const scaled = step * 10 ** d;
+    if (scaled >= 0.5 && Math.abs(scaled - Math.round(scaled)) < 1e-6 * scaled) return d;
+  }
+  return 20;
+}
+
+const trimZeros = (text) => (text.includes(".") ? text.replace(/\.?0+$/, "") : text);
+
+/** 1.5e-4, 2e6: an exponent without "+" or a mantissa's trailing zeros. */
+function expLabel(v, digits) {
+  const [mantissa, exponent] = v.toExponential(digits).split("e");
+  return `${trimZeros(mantissa)}e${exponent.replace("+", "")}`;
+}
+
+/** A tick of a log axis: 0.01, 0.5, 10, 1e-5, 2e6. */
+export function fmtLogTick(v) {
+  if (v == null) return null;
+  const a = Math.abs(v);
+  if (a >= 1e-3 && a < 1e5) return String(Number(v.toPrecision(3)));
+  return expLabel(v, 2);
+}
+
 /** Axis tick for steps: 1.5k, 200k, 1.2M. */
 export function fmtStep(v) {
   const a = Math.abs(v);
