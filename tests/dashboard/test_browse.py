@@ -11,7 +11,7 @@ from tests.dashboard.seed import PROJECT
 
 RUN_PAGE = f"/projects/{PROJECT}/runs/grpo-qwen-7"
 SEEDED_RUNS = ["grpo-qwen-7", "grpo-qwen-8", "alert-only"]
-METRICS = ["reward", "loss", "arena/step_seconds", "eval/accuracy", "train/entropy", "train/kl"]
+METRICS = ["loss", "reward", "train/entropy", "train/kl", "arena/step_seconds", "eval/accuracy"]
 
 
 def test_projects_lead_to_a_filterable_runs_table(page: Page) -> None:
@@ -39,14 +39,14 @@ def test_projects_lead_to_a_filterable_runs_table(page: Page) -> None:
     expect(page).to_have_url(f"/projects/{PROJECT}?q=sub-0001")
 
 
-def test_the_run_page_charts_every_metric_grouped_reward_loss_and_step_time_first(
+def test_the_run_page_charts_every_metric_grouped_loss_reward_and_training_first(
     page: Page,
 ) -> None:
     page.set_viewport_size({"width": 1400, "height": 2400})
     open_ready(page, RUN_PAGE)
     assert chart_order(page) == METRICS
     groups = page.eval_on_selector_all("details.group", "gs => gs.map(g => g.dataset.prefix)")
-    assert groups == ["", "arena", "eval", "train"]
+    assert groups == ["", "train", "arena", "eval"]
     drawn = charts(page)
     assert {metric: entry["runs"] for metric, entry in drawn.items()} == {
         metric: {f"{PROJECT}/grpo-qwen-7": 300} for metric in METRICS

@@ -300,7 +300,7 @@ def test_a_changed_view_is_drawn_as_a_fresh_load_of_it(page: Page) -> None:
 
 def test_nan_and_inf_steps_are_marked_not_hidden(page: Page) -> None:
     open_ready(page, f"/projects/{SDK_PROJECT}/runs/sdk-run")
-    assert chart_order(page) == ["train/reward", "train/loss"]
+    assert chart_order(page) == ["train/loss", "train/reward"]
     badge = page.locator('.chart[data-metric="train/loss"] .badge.warn')
     expect(badge).to_have_text("3 NaN/inf")
     expect(badge).to_have_attribute("title", "NaN/±inf at step 400: nan, 401: inf, 402: -inf")

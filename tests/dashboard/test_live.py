@@ -63,7 +63,7 @@ def test_a_batch_posted_while_watching_appears_live(page: Page, seeded: Seeded) 
 
     post_steps(seeded, "live-run", range(15, 16), ("reward", "loss", "train/grad_norm"))
     page.wait_for_function("() => window.__tuneplane?.charts['train/grad_norm']?.draws > 0")
-    assert chart_order(page) == ["reward", "loss", "train/grad_norm"]
+    assert chart_order(page) == ["loss", "reward", "train/grad_norm"]
 
     post_ingest(seeded.base, {"alerts": [alert("live-alert", "Reward collapsed", run="live-run")]})
     expect(page.locator(".alert-line")).to_contain_text("Reward collapsed")

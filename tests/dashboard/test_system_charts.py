@@ -32,8 +32,8 @@ def test_system_series_come_after_every_training_metric(page: Page, seeded: Seed
     page.set_viewport_size({"width": 1400, "height": 3000})
     open_ready(page, f"/projects/{SDK_PROJECT}/runs/{RUN}")
     groups = page.eval_on_selector_all("details.group", "gs => gs.map(g => g.dataset.prefix)")
-    assert groups == ["", "aardvark", "train", "zeta", "system"]
+    assert groups == ["", "train", "aardvark", "zeta", "system"]
     order = chart_order(page)
-    assert order[:4] == ["reward", "aardvark/lr", "train/entropy", "zeta/grad_norm"]
+    assert order[:4] == ["reward", "train/entropy", "aardvark/lr", "zeta/grad_norm"]
     # Within the group the usual order holds: a loss-like name first.
     assert order[4:] == ["system/loss_scale", "system/cpu_percent", "system/gpu0/power_w"]
