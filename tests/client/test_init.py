@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from typing import Any
 
@@ -292,3 +293,86 @@ def test_a_second_init_finishes_the_first_run(server: Server) -> None:
     assert server.run(first)["status"] == "succeeded"
     assert points(server, first, "loss") == [(0, 1.0)]
     assert points(server, second, "loss") == [(0, 2.0)]
+
+
+def _log_lines(server: Server, run: str) -> list[tuple[str, str]]:
+    lines = server.get(f"/api/v1/projects/{PROJECT}/runs/{run}/logs")["lines"]
+    return [(line["stream"], line["text"]) for line in lines]
+
+
+def _diagnosis(server: Server, run: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while True:
+        found = server.get(f"/api/v1/projects/{PROJECT}/runs/{run}/diagnoses")["diagnoses"]
+        done = [d for d in found if d["state"] != "running"]
+        if done or time.monotonic() > deadline:
+            assert done, found
+            return dict(done[0])
+        time.sleep(0.2)
+
+
+def test_a_crash_inside_init_is_in_the_log_and_diagnosed(server: Server) -> None:
+    """The console (a tqdm-like bar drawn with \\r is one line, its last state) and the
+    exception that left the block reach the attempt's log before its failed status, so the
+    failure is diagnosed as it is under ``tuneplane run``."""
+    run = fresh()
+    done = script(
+        server,
+        f"""
+        import sys
+        import tuneplane
+        class OutOfMemoryError(RuntimeError):
+            pass
+        with tuneplane.init(project="{PROJECT}", name="{run}"):
+            print("step 1 loss 2.3")
+            for percent in range(0, 101, 10):
+                print(f"\\rtraining: {{percent}}%", end="", file=sys.stderr, flush=True)
+            print(file=sys.stderr)
+            raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        """,
+    )
+    assert done.returncode == 1
+    assert "CUDA out of memory" in done.stderr  # Python still prints it
+    found = server.run(run)
+    assert (found["status"], found["exit_code"]) == ("failed", 1)
+    lines = _log_lines(server, run)
+    assert ("stdout", "step 1 loss 2.3") in lines
+    assert [t for s, t in lines if "training" in t] == ["training: 100%"]
+    assert lines[-1] == (
+        "stderr",
+        "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    )
+    assert any(t == "Traceback (most recent call last):" for _, t in lines)
+    assert "cuda_oom" in [f["code"] for f in _diagnosis(server, run)["findings"]]
+
+
+@pytest.mark.parametrize(
+    ("ending", "status", "exit_code"),
+    [
+        ("pass", "succeeded", None),
+        ("sys.exit(3)", "failed", 3),
+        ("raise ValueError('bad batch')", "failed", 1),
+    ],
+)
+def test_a_script_that_never_calls_finish_ends_its_run_as_it_ended(
+    server: Server, ending: str, status: str, exit_code: int | None
+) -> None:
+    run = fresh()
+    done = script(
+        server,
+        f"""
+        import sys
+        import tuneplane
+        tuneplane.init(project="{PROJECT}", name="{run}", console="off")
+        tuneplane.log({{"loss": 1.0}})
+        {ending}
+        """,
+    )
+    assert done.returncode == (exit_code or 0), done.stderr
+    found = server.run(run)
+    assert (found["status"], found["exit_code"]) == (status, exit_code)
+    lines = _log_lines(server, run)
+    if "ValueError" in ending:
+        assert lines[-1] == ("stderr", "ValueError: bad batch")  # console="off": only this
+    else:
+        assert lines == []

@@ -48,25 +48,39 @@ class Line:
 
 
 class LineSplitter:
-    """Splits a byte stream into lines on ``\\n`` (a ``\\r`` before it is dropped too)."""
+    """Splits a byte stream into lines on ``\n`` (a ``\r`` before it is dropped too). A
+    ``\r`` anywhere else returns to the start of the line, as a terminal does: what follows
+    replaces what came before, so a progress bar redrawn a thousand times is one line, its
+    last state."""
 
     def __init__(self, max_bytes: int = LINE_MAX_BYTES) -> None:
         self._max = max_bytes
         self._head = bytearray()
         self._cut = 0
+        #: The last chunk ended in ``\r``: a line end if the next begins with ``\n``.
+        self._pending_return = False
 
     def feed(self, chunk: bytes) -> list[Line]:
         lines: list[Line] = []
+        if not chunk:
+            return lines  # says nothing, not even what a pending \r meant
+        if self._pending_return:
+            self._pending_return = False
+            if not chunk.startswith(b"\n"):
+                self._restart()
         start = 0
         while True:
             newline = chunk.find(b"\n", start)
             end = len(chunk) if newline < 0 else newline
-            room = self._max - len(self._head)
-            if end - start <= room:
-                self._head += chunk[start:end]
-            else:
-                self._head += chunk[start : start + room]
-                self._cut += end - start - room
+            text_end = end
+            if end > start and chunk[end - 1] == _RETURN:
+                text_end = end - 1  # \r\n, or a \r whose meaning the next chunk tells
+                self._pending_return = newline < 0
+            back = chunk.rfind(b"\r", start, text_end)
+            if back >= 0:
+                self._restart()
+                start = back + 1
+            self._keep(chunk, start, text_end)
             if newline < 0:
                 return lines
             lines.append(self._emit())
@@ -74,16 +88,29 @@ class LineSplitter:
 
     def end(self) -> list[Line]:
         """The last line when the stream ended without a newline."""
-        return [self._emit()] if self._head or self._cut else []
+        started = self._head or self._cut or self._pending_return
+        self._pending_return = False
+        return [self._emit()] if started else []
 
-    def _emit(self) -> Line:
-        head = bytes(self._head)
-        cut = self._cut
-        if not cut and head.endswith(b"\r"):
-            head = head[:-1]
+    def _keep(self, chunk: bytes, start: int, end: int) -> None:
+        room = self._max - len(self._head)
+        if end - start <= room:
+            self._head += chunk[start:end]
+        else:
+            self._head += chunk[start : start + room]
+            self._cut += end - start - room
+
+    def _restart(self) -> None:
         self._head.clear()
         self._cut = 0
-        return Line(head, cut)
+
+    def _emit(self) -> Line:
+        line = Line(bytes(self._head), self._cut)
+        self._restart()
+        return line
+
+
+_RETURN: Final = ord("\r")
 
 
 def _decode(head: bytes, cut: bool) -> tuple[str, bool]:

@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal
 
-from tuneplane.client import default
+from tuneplane.client import default, ending
+from tuneplane.client.console import CONSOLE_MODES, ConsoleCapture
 from tuneplane.client.errors import DeliveryFailed, ResumeRefused
+from tuneplane.client.logs import LogShipper
 from tuneplane.client.reporter import Reporter
 from tuneplane.client.runner import (
     SETUP_RETRY,
@@ -66,6 +68,8 @@ from tuneplane.contract.settings import Reader
 
 Resume = Literal["allow", "must", "never"]
 RESUME_MODES: Final[tuple[Resume, ...]] = ("allow", "must", "never")
+#: ``init(console=…)``: copy stdout and stderr into the attempt's log, or not (W&B's names).
+ConsoleMode = Literal["auto", "wrap", "redirect", "off"]
 #: A rank's series under ``per_rank=True``: ``train/loss@rank1``.
 RANK_SUFFIX: Final = "@rank{rank}"
 
@@ -118,6 +122,7 @@ class Run:
         ranks: Ranks | None = None,
         suffix: str = "",
         reports_status: bool = False,
+        console: ConsoleCapture | None = None,
     ) -> None:
         self.project = project
         self.name = name
@@ -127,6 +132,7 @@ class Run:
         self._reporter = reporter
         self._suffix = suffix
         self._reports_status = reports_status
+        self._console = console
         self._finished = False
         self._lock = threading.Lock()
 
@@ -189,6 +195,11 @@ class Run:
             return
         wait = reporter._exit_timeout if timeout is None else timeout
         reporter.flush(wait)
+        if self._console is not None:
+            # The log, the exception's lines included, arrives before the status.
+            lost = self._console.stop(wait).loss_summary()
+            if lost is not None:
+                _say(lost.removeprefix("tuneplane: "))
         if self._reports_status:
             try:
                 reporter.status(status, exit_code, timeout=wait)  # type: ignore[arg-type]
@@ -209,7 +220,20 @@ class Run:
     ) -> None:
         if exc_type is None:
             self._end("succeeded", 0, None)
-        elif issubclass(exc_type, KeyboardInterrupt):
+        else:
+            self._crashed(exc_type, exc, traceback)
+
+    def _crashed(
+        self,
+        exc_type: type[BaseException],
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """End the run on an exception: its traceback into the log first (a diagnosis
+        reads it), then failed, or cancelled for Ctrl-C."""
+        if self._console is not None and not self._finished:
+            self._console.exception(exc_type, exc, traceback)
+        if issubclass(exc_type, KeyboardInterrupt):
             self._end("cancelled", None, None)
         else:
             self._end("failed", 1, None)
@@ -231,6 +255,21 @@ def current() -> Run | None:
     return _current
 
 
+def _uncaught(
+    exc_type: type[BaseException], exc: BaseException, traceback: TracebackType | None
+) -> None:
+    run = _current
+    if run is not None:
+        run._crashed(exc_type, exc, traceback)
+
+
+def _at_exit(exit_code: int | None) -> None:
+    """A script that ended without ``finish()``: the open run ends as the script did."""
+    run = _current
+    if run is not None:
+        run.finish(exit_code)
+
+
 def init(
     project: str | None = None,
     name: str | None = None,
@@ -243,6 +282,7 @@ def init(
     server: str | None = None,
     per_rank: bool = False,
     data_dir: str | None = None,
+    console: ConsoleMode = "wrap",
 ) -> Run:
     """Create or resume the run ``project/name`` and start an execution attempt, with the
     API key of ``TUNEPLANE_API_KEY`` (or the ``admin.key`` of the data directory, as
@@ -269,7 +309,7 @@ def init(
     ``config`` and ``resume`` are the runner's flags, and the runner reports the status.
     """
     env = os.environ
-    _check_arguments(project, name, resume, group, tags, notes)
+    _check_arguments(project, name, resume, console, group, tags, notes)
     previous = _current
     if previous is not None:
         # As W&B's reinit: a notebook's second init() would leave the first run "running".
@@ -292,9 +332,12 @@ def init(
         run = Run(project or "", name or "", None, ranks=ranks)
     else:
         assert project is not None
-        run = _start(project, name or _new_name(), config, resume, server, data_dir, ranks, meta)
+        setup = _Setup(resume, server, data_dir, ranks, meta, console != "off")
+        run = _start(project, name or _new_name(), config, setup)
         run._suffix = suffix
     _become_current(run)
+    if run.reporting:
+        ending.watch(_uncaught, _at_exit)
     return run
 
 
@@ -302,10 +345,13 @@ def _check_arguments(
     project: str | None,
     name: str | None,
     resume: str,
+    console: str,
     group: str | None,
     tags: object,
     notes: str | None,
 ) -> None:
+    if console not in CONSOLE_MODES:
+        raise ValueError(f"console must be one of {', '.join(CONSOLE_MODES)}, not {console!r}")
     if resume not in RESUME_MODES:
         raise ValueError(f"resume must be one of {', '.join(RESUME_MODES)}, not {resume!r}")
     attached = bool(os.environ.get(environment.JOB_RUN_ID))
@@ -399,20 +445,24 @@ def _attach(
     return Run(job_project, job_run, reporter, attempt=job.attempt, ranks=ranks, suffix=suffix)
 
 
-def _start(
-    project: str,
-    name: str,
-    config: Mapping[str, Any] | None,
-    resume: Resume,
-    server: str | None,
-    data_dir: str | None,
-    ranks: Ranks,
-    meta: Mapping[str, object] | None = None,
-) -> Run:
+@dataclass(frozen=True, slots=True)
+class _Setup:
+    """How :func:`init` sets up a run of its own."""
+
+    resume: Resume
+    server: str | None
+    data_dir: str | None
+    ranks: Ranks
+    meta: Mapping[str, object] | None
+    console: bool
+
+
+def _start(project: str, name: str, config: Mapping[str, Any] | None, setup: _Setup) -> Run:
     """Set up the run and an attempt of our own; a run that does not report when the
     server cannot be reached or refuses."""
+    resume, data_dir, ranks, meta = setup.resume, setup.data_dir, setup.ranks, setup.meta
     reader = Reader(os.environ)
-    url = server or reader.read(environment.URL_SETTING) or environment.DEFAULT_URL
+    url = setup.server or reader.read(environment.URL_SETTING) or environment.DEFAULT_URL
     exit_timeout = reader.read(FLUSH_TIMEOUT)
     capacity = reader.read(QUEUE_MAX_POINTS)
     val_samples = reader.get(VAL_UPLOAD_SAMPLES)
@@ -448,6 +498,10 @@ def _start(
     except DeliveryFailed as exc:
         _say(f"warning: {exc}")
     _say(f"reporting {project}/{name} (attempt {started.attempt}) to {url}")
+    # The exception that ends the run is logged whether or not the console is copied.
+    console = ConsoleCapture(LogShipper(Transport(started.endpoint, started.token)))
+    if setup.console:
+        console.start()
     return Run(
         project,
         name,
@@ -456,6 +510,7 @@ def _start(
         resumed=resumed,
         ranks=ranks,
         reports_status=True,
+        console=console,
     )
 
 
