@@ -1,6 +1,6 @@
 """The Trackio protocol's routes in-process, on SQLite and PostgreSQL: the answers a Trackio
-0.40.0 client reads, who may write with which write token, what is stored, left out or
-refused. The real client against a real server is in tests/trackio/."""
+client (0.40.0 to 0.43.0) reads, who may write with which write token, what is stored, left
+out or refused. The real clients against a real server are in tests/trackio/."""
 
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ def test_version_says_http_api_1_to_anyone(client: TestClient) -> None:
     assert answer.status_code == 200
     assert answer.json()["api_version"] == 1
     assert answer.json()["api_transport"] == "http"
+    # As a Trackio 0.43.0 server answers: writes are never paused for an upgrade here.
+    assert (answer.json()["version"], answer.json()["writes_paused"]) == ("0.43.0", False)
 
 
 def test_resent_logs_and_alerts_are_duplicates(admin: Admin) -> None:

@@ -1,8 +1,9 @@
-"""The real ``trackio==0.40.0`` client, unchanged, logging into a real ``tuneplane serve``
-on each engine: every point, the config and the alert stored exactly once; a resumed run
-continues after its last step; an answer lost on the way makes the client send the same
-events again, and they are still stored once; a wrong write token keeps the data on the
-client's disk and says so."""
+"""The real ``trackio`` clients (0.40.0 and 0.43.0), unchanged, logging into a real
+``tuneplane serve`` on each engine: every point, the config and the alert stored exactly once;
+a resumed run continues after its last step; an answer lost on the way makes the client send
+the same events again, and they are still stored once; a wrong write token keeps the data on
+the client's disk and says so. The tests that matter most run each release; the rest run the
+newest, the one ``pip install trackio`` gives."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.client.runs import Server
 from tests.client.world import Fate, proxy
@@ -24,8 +26,18 @@ from tests.trackio import venv
 JOB = Path(__file__).with_name("trackio_job.py")
 
 
-def trackio_run(url: str, token: str, home: Path, **job: Any) -> dict[str, Any]:
-    """Run the Trackio script in its own venv; what it printed, as JSON."""
+@pytest.fixture(params=venv.VERSIONS, ids=lambda version: f"trackio-{version}")
+def release(request: pytest.FixtureRequest) -> str:
+    """Each Trackio release tuneplane speaks for."""
+    version: str = request.param
+    return version
+
+
+def trackio_run(
+    url: str, token: str, home: Path, version: str = venv.NEWEST, **job: Any
+) -> dict[str, Any]:
+    """Run the Trackio script with ``trackio==version`` in its venv; what it printed, as
+    JSON."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -40,7 +52,7 @@ def trackio_run(url: str, token: str, home: Path, **job: Any) -> dict[str, Any]:
         "HF_HUB_OFFLINE": "1",
     }
     done = subprocess.run(
-        [str(venv.python()), str(JOB), json.dumps(job)],
+        [str(venv.python(version)), str(JOB), json.dumps(job)],
         env=env,
         capture_output=True,
         text=True,
@@ -58,13 +70,14 @@ def metrics_of(server: Server, project: str, run: str) -> dict[str, tuple[int, i
 
 
 def test_a_trackio_script_logs_into_tuneplane_exactly_once_and_resumes(
-    server: Server, tmp_path: Path
+    server: Server, tmp_path: Path, release: str
 ) -> None:
     project = f"tk-{uuid.uuid4().hex[:8]}"
     first = trackio_run(
         server.base,
         server.key,
         tmp_path,
+        release,
         project=project,
         name="r1",
         config={"lr": 0.001, "layers": [2, 3]},
@@ -95,6 +108,7 @@ def test_a_trackio_script_logs_into_tuneplane_exactly_once_and_resumes(
         server.base,
         server.key,
         tmp_path,
+        release,
         project=project,
         name="r1",
         config={"lr": 0.002},
@@ -131,15 +145,15 @@ def test_a_run_named_as_people_name_runs_is_stored_and_resumed(
 
 
 def test_nan_and_infinities_are_invalid_points_that_fire_the_default_rule(
-    server: Server, tmp_path: Path
+    server: Server, tmp_path: Path, release: str
 ) -> None:
     """The client sends NaN as the string "NaN" (and "Infinity", "-Infinity"): stored as
     the SDK's are, as invalid points, and judged by the project's rules."""
     project = f"tk-{uuid.uuid4().hex[:8]}"
     for run, kind in (("nan", "nan"), ("inf", "inf"), ("minus", "-inf")):
         trackio_run(
-            server.base, server.key, tmp_path, project=project, name=run, steps=4, nan_at=2,
-            nan=kind,
+            server.base, server.key, tmp_path, release, project=project, name=run, steps=4,
+            nan_at=2, nan=kind,
         )  # fmt: skip
         base = f"/api/v1/projects/{project}/runs/{run}"
         assert metrics_of(server, project, run)["loss"] == (3, 3)
@@ -159,7 +173,7 @@ def _log_ids(request: bytes) -> list[str]:
 
 
 def test_a_lost_answer_is_sent_again_with_the_same_log_ids_and_stored_once(
-    server: Server, tmp_path: Path
+    server: Server, tmp_path: Path, release: str
 ) -> None:
     project = f"tk-{uuid.uuid4().hex[:8]}"
     lost: list[bytes] = []
@@ -174,7 +188,7 @@ def test_a_lost_answer_is_sent_again_with_the_same_log_ids_and_stored_once(
         return "pass"
 
     with proxy(server.base, fate) as url:
-        trackio_run(url, server.key, tmp_path, project=project, name="r", steps=6)
+        trackio_run(url, server.key, tmp_path, release, project=project, name="r", steps=6)
     assert lost, "the client sent no bulk_log"
     resent = set(_log_ids(lost[0]))
     assert resent

@@ -1,6 +1,7 @@
-"""The real Trackio client, in a virtual environment of its own (``tests/.venvs/``, ignored
-by git), so its dependencies never meet ours. Made once: ``python -m tests.trackio.venv``
-(``scripts/test`` runs it), or by the first test that needs it."""
+"""The real Trackio clients, each in a virtual environment of its own (``tests/.venvs/``,
+ignored by git), so their dependencies never meet ours: the oldest release tuneplane speaks
+for and the newest. Made once: ``python -m tests.trackio.venv`` makes every one
+(``scripts/test`` runs it), or the first test that needs one makes it."""
 
 from __future__ import annotations
 
@@ -9,23 +10,28 @@ import sys
 from pathlib import Path
 from typing import Final
 
-TRACKIO: Final = "trackio==0.40.0"
-VENV: Final = Path(__file__).resolve().parents[1] / ".venvs" / "trackio-0.40.0"
+#: Oldest first. 0.40.0's local files are what the importer tests read.
+VERSIONS: Final = ("0.40.0", "0.43.0")
+OLDEST: Final = VERSIONS[0]
+NEWEST: Final = VERSIONS[-1]
+_VENVS: Final = Path(__file__).resolve().parents[1] / ".venvs"
 
 
-def python() -> Path:
-    """The venv's interpreter, making the venv first when it is missing."""
-    interpreter = VENV / "bin" / "python"
-    marker = VENV / "installed"
+def python(version: str = OLDEST) -> Path:
+    """The interpreter of ``trackio==version``'s venv, making the venv first when missing."""
+    home = _VENVS / f"trackio-{version}"
+    interpreter = home / "bin" / "python"
+    marker = home / "installed"
+    wanted = f"trackio=={version}"
     if not marker.exists():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(home)], check=True)
         # psutil: the client's CPU sampler, so system metrics are tried for real.
         pip = [str(interpreter), "-m", "pip", "--disable-pip-version-check", "install"]
-        install = [*pip, "--quiet", TRACKIO, "psutil"]
-        subprocess.run(install, check=True)
-        marker.write_text(TRACKIO + "\n")
+        subprocess.run([*pip, "--quiet", wanted, "psutil"], check=True)
+        marker.write_text(wanted + "\n")
     return interpreter
 
 
 if __name__ == "__main__":
-    print(python())
+    for each in VERSIONS:
+        print(python(each))

@@ -1,4 +1,5 @@
-"""The HTTP protocol of a self-hosted Trackio 0.40.0 server, as its client speaks it.
+"""The HTTP protocol of a self-hosted Trackio server, as its clients 0.40.0 to 0.43.0 speak
+it (0.43.0 sends the same calls and payloads as 0.40.0).
 
 A Trackio client given ``server_url`` (or ``TRACKIO_SERVER_URL``) asks ``GET /version`` for
 ``{"api_version": 1}``, then calls ``POST /api/<name>`` with ``{"args": [...], "kwargs":
@@ -56,9 +57,9 @@ from tuneplane.contract.validation import (
 )
 
 #: ``GET /version``: the HTTP API version a Trackio client requires (anything else and it
-#: falls back to Gradio, keeping the data on local disk), and the release we speak.
+#: falls back to Gradio, keeping the data on local disk), and the newest release we speak.
 TRACKIO_API_VERSION: Final = 1
-TRACKIO_RELEASE: Final = "0.40.0"
+TRACKIO_RELEASE: Final = "0.43.0"
 #: The header every Trackio request carries its write token in.
 WRITE_TOKEN_HEADER: Final = "x-trackio-write-token"  # noqa: S105 (a header's name)
 #: One ``POST /api/<name>`` body. Generous: after an outage the client sends everything it

@@ -1,4 +1,5 @@
-"""The Trackio protocol: tuneplane answers a Trackio 0.40.0 client as its self-hosted server.
+"""The Trackio protocol: tuneplane answers a Trackio client (0.40.0 to 0.43.0) as its
+self-hosted server.
 
 ``TRACKIO_SERVER_URL=http://tuneplane:8000 TRACKIO_WRITE_TOKEN=tpk_…`` and unchanged
 ``trackio.init/log/alert/finish`` code (or ``report_to="trackio"``) log into tuneplane. The
@@ -112,7 +113,9 @@ def _iso(timestamp: float) -> str:
 
 @router.get("/version")
 async def version() -> Response:
-    """What a Trackio client asks first: ``api_version`` 1 means "speak HTTP to me"."""
+    """What a Trackio client asks first: ``api_version`` 1 means "speak HTTP to me".
+    ``writes_paused`` (0.43.0's servers add it) is false: tuneplane never pauses writes for an
+    upgrade, so a Trackio tool that waits for it to clear does not wait."""
     return JSON(
         {
             "version": TRACKIO_RELEASE,
@@ -120,6 +123,7 @@ async def version() -> Response:
             "api_transport": "http",
             "mcp_enabled": False,
             "mcp_path": None,
+            "writes_paused": False,
             "server": f"tuneplane {__version__}",
         }
     )
