@@ -74,6 +74,7 @@ def test_a_missing_reward_is_unscored(tmp_path: Path) -> None:
 def test_an_attempt_without_a_result_is_unscored_even_with_a_reward_file(tmp_path: Path) -> None:
     assert outcome(tmp_path, None, reward_txt="1\n") == ("unscored", None, None)
     assert map_outcome(Evidence(False)).reason.startswith("no result.json")
+    assert map_outcome(Evidence(False)).code == "no_result"
 
 
 def test_a_verifier_timeout_is_an_infrastructure_error(tmp_path: Path) -> None:
@@ -116,6 +117,7 @@ def test_result_json_and_the_reward_file_must_agree(tmp_path: Path) -> None:
     mapped = map_outcome(read_attempt(directory, "t", "trials[0]")[0])
     assert mapped.status == "unscored"
     assert mapped.reason == "result.json's reward 1 differs from verifier/reward.txt's 0"
+    assert mapped.code == "reward_mismatch"
 
 
 @pytest.mark.parametrize(
@@ -202,3 +204,22 @@ def test_the_mapping_is_exactly_the_rule(
         expected = "success" if reward == 1 else "failure"
     assert map_outcome(evidence).status == expected
     json.dumps(map_outcome(evidence).reward, allow_nan=False)  # a reward sent is finite
+
+
+@pytest.mark.parametrize(
+    ("result", "reward_txt", "code"),
+    [
+        (trial_result(rewards={"reward": 1}), None, "binary_reward"),
+        (trial_result(rewards=None), None, "no_reward"),
+        (trial_result(rewards={"a": 1, "b": 0}), None, "no_verdict"),
+        (trial_result(rewards={"reward": 0.5}), None, "non_binary_reward"),
+        (trial_result(rewards={"reward": 1}), "0\n", "reward_mismatch"),
+        (trial_result(rewards={"reward": 1}, exception="RuntimeError"), None, "exception"),
+        (trial_result(exception="VerifierTimeoutError"), None, "verifier_timeout"),
+    ],
+)
+def test_every_outcome_names_its_rule_by_a_code(
+    tmp_path: Path, result: dict[str, object], reward_txt: str | None, code: str
+) -> None:
+    directory = make_trial(tmp_path, "trial", result, reward_txt=reward_txt)
+    assert map_outcome(read_attempt(directory, "t", "trials[0]")[0]).code == code

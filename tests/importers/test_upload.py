@@ -9,9 +9,9 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.client.runs import Server, runner_env
+from tests.client.runs import PROJECT, Server, runner_env
 from tests.client.world import Fate, proxy
-from tests.importers.cohort import DATAGEN, plan, write_plan
+from tests.importers.cohort import DATAGEN, make_trial, plan, trial_result, write_plan
 from tests.importers.jobs import body, events, job, rounds, trajectories, trials
 from tests.importers.lm_eval_runs import LMEH, record, results, write_run
 from tests.importers.test_import import FIXTURE_TRIALS
@@ -187,3 +187,42 @@ def test_lm_eval_uploads_after_lm_eval_in_the_same_job(server: Server, tmp_path:
     replay = [line for line in done.stderr.splitlines() if "delivered:" in line][2:]
     assert len(replay) == 2
     assert all("(0 new," in line for line in replay), replay
+
+
+def test_why_a_trial_is_not_scored_arrives_with_it(server: Server, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    make_trial(root, "agree", trial_result("agree", rewards={"reward": 1}), reward_txt="1\n")
+    make_trial(root, "differ", trial_result("differ", rewards={"reward": 1}), reward_txt="0\n")
+    make_trial(root, "slow", trial_result("slow", exception="VerifierTimeoutError"))
+    cohort = [
+        {"task": t, "repeat": 0, "attempts": [{"retry": 0, "directory": t}]}
+        for t in ("agree", "differ", "slow")
+    ]
+    out = tmp_path / "snapshot.json"
+    command = ["import", "harbor", "--plan", write_plan(tmp_path, plan(cohort))]
+    command += ["--root", str(root), "--out", str(out), "--upload"]
+    run = f"harbor-reasons-{tmp_path.name}"
+    done = job(server, run, "$TUNEPLANE " + shlex.join(command))
+    assert done.returncode == 0, done.stderr
+    round_id = read_snapshot(str(out)).round_id
+    differ = "result.json's reward 1 differs from verifier/reward.txt's 0"
+    expected = {
+        "agree-r0": ("success", None, None, None),
+        "differ-r0": ("unscored", None, "reward_mismatch", differ),
+        "slow-r0": (
+            "infra_error",
+            "VerifierTimeoutError",
+            "verifier_timeout",
+            "the verifier timed out",
+        ),
+    }
+    page = trials(server, run, round_id)
+    assert {
+        t: (page[t]["status"], page[t]["error_type"], page[t]["reason_code"], page[t]["reason"])
+        for t in page
+    } == expected
+    history = server.get(
+        f"/api/v1/projects/{PROJECT}/runs/{run}/evaluation/{round_id}/trials/differ-r0"
+    )
+    (attempt,) = history["attempts"]
+    assert (attempt["reason_code"], attempt["reason"]) == ("reward_mismatch", differ)

@@ -520,6 +520,30 @@ def test_the_run_object_moves_only_with_its_own_observations(api: TestClient) ->
     assert api.get("/api/v1/projects/demo/runs/silent").json()["last_observation_id"] is None
 
 
+def test_why_a_trial_has_its_status_is_kept_to_the_trial_answers(api: TestClient) -> None:
+    token = attempt(api)
+    why = {"reason_code": "reward_mismatch", "reason": "result.json's reward 1 differs"}
+    unscored = trial("t1", "q1", "unscored", error_type="RewardFileEmptyError", **why)
+    assert tally(send(api, token, unscored, trial("t2", "q2", "success", reward=1.0))) == (2, 0)
+    assert tally(send(api, token, {**unscored, "event_id": "again"})) == (0, 1)
+    changed = send(api, token, {**unscored, "event_id": "t3", "reason": "another sentence"})
+    assert changed.status_code == 409
+    assert changed.json()["error"]["conflicts"][0]["fields"] == ["reason"]
+    bad = send(api, token, trial("t4", "q3", "unscored", reason_code="not a code", reason=""))
+    assert bad.status_code == 422
+    assert {d["field"] for d in bad.json()["error"]["details"]} >= {
+        "events[0].reason_code",
+        "events[0].reason",
+    }
+    listed = api.get(f"{RUN}/evaluation/val-1/trials").json()["trials"]
+    assert [(t["trial_id"], t["error_type"], t["reason_code"], t["reason"]) for t in listed] == [
+        ("q1", "RewardFileEmptyError", *why.values()),
+        ("q2", None, None, None),
+    ]
+    (history,) = api.get(f"{RUN}/evaluation/val-1/trials/q1").json()["attempts"]
+    assert {key: history[key] for key in why} == why
+
+
 def test_a_changed_trial_result_is_refused_and_stores_nothing(api: TestClient) -> None:
     token = attempt(api)
     assert tally(send(api, token, trial("t1", "q1", "success", reward=1.0))) == (1, 0)

@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 import orjson
 
 from tuneplane.contract.errors import Conflict, InvalidInput, Violation
-from tuneplane.contract.ids import metric_name_problem
+from tuneplane.contract.ids import ID_RULE, id_problem, metric_name_problem
 from tuneplane.contract.json_body import NotFinite, key_path, malformed
 from tuneplane.contract.limits import (
     HISTOGRAM_MAX_BOUNDS,
@@ -93,6 +93,10 @@ class TrialResult:
     eligible: bool
     reward: float | None
     error_type: str | None
+    #: Why the trial has this status, as a code (``reward_mismatch``) and a sentence: what
+    #: an importer or job knew, kept so an unscored or errored trial says why to the end.
+    reason_code: str | None = None
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +118,7 @@ POPULATION_FIELDS: Final = (
     "task.version",
     "text_samples",
 )
-TRIAL_FIELDS: Final = ("status", "eligible", "reward", "error_type")
+TRIAL_FIELDS: Final = ("status", "eligible", "reward", "error_type", "reason_code", "reason")
 
 
 def outcome_content(observation: Observation) -> dict[str, object]:
@@ -136,6 +140,8 @@ def outcome_content(observation: Observation) -> dict[str, object]:
             "eligible": t.eligible,
             "reward": t.reward,
             "error_type": t.error_type,
+            "reason_code": t.reason_code,
+            "reason": t.reason,
         }
     return {}
 
@@ -360,6 +366,10 @@ def _trial(check: _Check, item: dict[str, Any]) -> TrialResult | None:
     if reward is not None and finite_float(reward) is None:
         check.add("reward", "must be a finite number or null")
     error_type = check.text(item, "error_type", required=False)
+    reason_code = item.get("reason_code")
+    if reason_code is not None and id_problem(reason_code):
+        check.add("reason_code", f"{ID_RULE}, or null")
+    reason = check.text(item, "reason", required=False)
     if check.violations:
         return None
     return TrialResult(
@@ -370,6 +380,8 @@ def _trial(check: _Check, item: dict[str, Any]) -> TrialResult | None:
         eligible,  # type: ignore[arg-type]
         None if reward is None else float(reward),
         error_type,
+        reason_code,
+        reason,
     )
 
 
@@ -429,6 +441,8 @@ def parse_observation(path: str, item: object) -> tuple[Observation | None, list
             "eligible": trial.eligible,
             "reward": trial.reward,
             "error_type": trial.error_type,
+            "reason_code": trial.reason_code,
+            "reason": trial.reason,
         }
     return Observation(event_id, kind, name, step, body, population, trial), []
 

@@ -9,8 +9,11 @@ in ``result.json`` (``verifier_result.rewards``) and in ``verifier/reward.txt`` 
 ``reward.json``; when both are there and disagree, the trial is ``unscored``.
 
 >>> evidence, problems = read_attempt(Path("jobs/etl__cdwMJ5R"), "etl", "trials[0]")
->>> map_outcome(evidence)  # verifier/reward.txt holds "1\\n"
-Outcome(status='success', reward=1.0, error_type=None, reason='binary reward 1')
+>>> map_outcome(evidence).code, map_outcome(evidence).reason  # verifier/reward.txt: "1\\n"
+('binary_reward', 'binary reward 1')
+
+Each outcome names its rule by a code (``reward_mismatch``, ``no_result``…) beside the
+sentence, so a trial that is not scored says why wherever it is shown (docs/import.md).
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ class Outcome:
     reward: float | None
     error_type: str | None
     reason: str
+    #: Which rule of the mapping decided (docs/import.md's table of reason codes).
+    code: str
 
 
 def _number(value: object) -> float | None:
@@ -82,6 +87,10 @@ def verdict(rewards: dict[str, Any]) -> tuple[object, str | None]:
     return None, f"{len(rewards)} reward keys and none named {VERDICT_KEY!r}"
 
 
+#: (code, sentence) of a reward that decides nothing.
+_NoVerdict = tuple[str, str]
+
+
 def _describe(value: object) -> str:
     number = _number(value)
     if number is not None and number.is_integer():
@@ -89,43 +98,50 @@ def _describe(value: object) -> str:
     return repr(value)
 
 
-def _decided_reward(evidence: Evidence) -> tuple[object, str | None]:
+def _decided_reward(evidence: Evidence) -> tuple[object, _NoVerdict | None]:
     """The verdict value of the attempt's rewards, or why there is none."""
     recorded, written = evidence.rewards, evidence.file_rewards
-    if recorded is None:
-        return (None, "no reward") if written is None else verdict(written)
-    value, problem = verdict(recorded)
-    if problem is None and written is not None:
+    decisive = recorded if recorded is not None else written
+    if decisive is None:
+        return None, ("no_reward", "no reward")
+    value, problem = verdict(decisive)
+    if problem is not None:
+        return None, ("no_verdict", problem)
+    if recorded is not None and written is not None:
         other, _ = verdict(written)
         same = _number(other) == _number(value) and (_number(value) is not None or other == value)
         if not same:
             return None, (
+                "reward_mismatch",
                 f"result.json's reward {_describe(value)} differs from {evidence.reward_file}'s "
-                f"{_describe(other)}"
+                f"{_describe(other)}",
             )
-    return value, problem
+    return value, None
 
 
 def map_outcome(evidence: Evidence) -> Outcome:
     """The trial status an attempt's evidence maps to (the rules of the module docstring)."""
     if not evidence.result:
-        return Outcome("unscored", None, None, "no result.json: the attempt has no result")
+        return Outcome(
+            "unscored", None, None, "no result.json: the attempt has no result", "no_result"
+        )
     exception = evidence.exception_type
     if exception == VERIFIER_TIMEOUT:
-        return Outcome("infra_error", None, exception, "the verifier timed out")
+        return Outcome("infra_error", None, exception, "the verifier timed out", "verifier_timeout")
     value, problem = _decided_reward(evidence)
     reward = _number(value)
     if exception is not None and exception != AGENT_TIMEOUT:
-        return Outcome(
-            "unscored", reward, exception, f"{exception}: not scored, whatever the reward"
-        )
+        why = f"{exception}: not scored, whatever the reward"
+        return Outcome("unscored", reward, exception, why, "exception")
     if problem is not None:
-        return Outcome("unscored", None, exception, problem)
+        return Outcome("unscored", None, exception, problem[1], problem[0])
     if reward is None or reward not in (0.0, 1.0):
-        return Outcome("unscored", reward, exception, f"non-binary reward {_describe(value)}")
+        why = f"non-binary reward {_describe(value)}"
+        return Outcome("unscored", reward, exception, why, "non_binary_reward")
     status: TrialStatus = "success" if reward == 1.0 else "failure"
     after = " after an agent timeout" if exception == AGENT_TIMEOUT else ""
-    return Outcome(status, reward, exception, f"binary reward {_describe(value)}{after}")
+    why = f"binary reward {_describe(value)}{after}"
+    return Outcome(status, reward, exception, why, "binary_reward")
 
 
 def _timestamp(value: object) -> datetime | None:

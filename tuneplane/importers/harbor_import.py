@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tuneplane.contract.limits import OBSERVATION_STRING_MAX_CHARS
 from tuneplane.importers.atif import read_conversation
 from tuneplane.importers.harbor import Evidence, map_outcome, read_attempt
 from tuneplane.importers.paths import Located, locate_attempts
@@ -42,6 +43,10 @@ def _outcome(located: Located) -> tuple[dict[str, Any], dict[str, Any], list[Pro
         "reward": outcome.reward,
         "error_type": outcome.error_type,
     }
+    if outcome.status in ("unscored", "infra_error"):
+        # Why it has no verdict travels with it, up to the server's trial answer.
+        result["reason_code"] = outcome.code
+        result["reason"] = outcome.reason[:OBSERVATION_STRING_MAX_CHARS]
     record = {
         "trial_id": trial.trial_id,
         "task": trial.task,

@@ -214,6 +214,9 @@ def list_trials(
                     "execution_attempt": chosen,
                     "trial_attempt": r.trial_attempt,
                     "attempts": r.attempts,
+                    "error_type": r.error_type,
+                    "reason_code": r.reason_code,
+                    "reason": r.reason,
                 }
                 for r in rows
             ],
@@ -256,6 +259,8 @@ def trial_history(
                     "eligible": r.eligible,
                     "reward": r.reward,
                     "error_type": r.error_type,
+                    "reason_code": r.reason_code,
+                    "reason": r.reason,
                     "received_at": r.received_at,
                 }
                 for r in history.attempts

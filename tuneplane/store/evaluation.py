@@ -86,6 +86,10 @@ class TrialRow:
     eligible: bool
     reward: float | None
     attempts: int
+    #: Of the current attempt: its error type and why it has its status.
+    error_type: str | None = None
+    reason_code: str | None = None
+    reason: str | None = None
 
 
 def trial_page(
@@ -98,6 +102,9 @@ def trial_page(
     limit: int,
 ) -> list[TrialRow]:
     """Current outcomes in trial-id order (keyset pagination), optionally of one status."""
+    # The current attempt's own row (a primary-key lookup per trial) says why it has its
+    # status: trial_current keeps only what counts and filters read.
+    attempt_row = trial_results.c
     query = (
         select(
             trial_current.c.trial_id,
@@ -106,6 +113,17 @@ def trial_page(
             trial_current.c.eligible,
             trial_current.c.reward,
             trial_current.c.attempts,
+            attempt_row.error_type,
+            attempt_row.reason_code,
+            attempt_row.reason,
+        )
+        .outerjoin(
+            trial_results,
+            (attempt_row.run_id == trial_current.c.run_id)
+            & (attempt_row.round_id == trial_current.c.round_id)
+            & (attempt_row.trial_id == trial_current.c.trial_id)
+            & (attempt_row.execution_attempt == trial_current.c.execution_attempt)
+            & (attempt_row.trial_attempt == trial_current.c.trial_attempt),
         )
         .where(
             trial_current.c.run_id == run_id,
@@ -130,6 +148,8 @@ class AttemptRow:
     reward: float | None
     error_type: str | None
     received_at: float
+    reason_code: str | None
+    reason: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +179,8 @@ def trial_history(
             trial_results.c.reward,
             trial_results.c.error_type,
             trial_results.c.received_at,
+            trial_results.c.reason_code,
+            trial_results.c.reason,
         )
         .where(*where)
         .order_by(trial_results.c.trial_attempt.desc())

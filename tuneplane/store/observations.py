@@ -131,6 +131,8 @@ def _stored_outcomes(
                     "eligible": bool(row.eligible),
                     "reward": row.reward,
                     "error_type": row.error_type,
+                    "reason_code": row.reason_code,
+                    "reason": row.reason,
                 }
     return found
 
@@ -268,6 +270,8 @@ def _record_trials(
             "eligible": t.eligible,
             "reward": t.reward,
             "error_type": t.error_type,
+            "reason_code": t.reason_code,
+            "reason": t.reason,
             "received_at": now,
         }
         for t in trials

@@ -241,6 +241,9 @@ trial_results = Table(
     Column("reward", Float, nullable=True),
     Column("error_type", String(1024), nullable=True),
     Column("received_at", Float, nullable=False),
+    # Why the attempt has its status (an importer's mapping rule): code and sentence.
+    Column("reason_code", String(128), nullable=True),
+    Column("reason", String(1024), nullable=True),
 )
 
 # Each trial's current outcome in its round: its highest trial attempt, maintained at ingest
