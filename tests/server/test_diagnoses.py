@@ -225,6 +225,45 @@ def test_a_configured_language_model_explains_beside_the_findings(
     assert "[redacted]" in sent
 
 
+def test_no_secret_of_the_table_reaches_the_model_or_the_stored_diagnosis(
+    settings: Settings, llm: str
+) -> None:
+    """The config's secret-named values and every form of the redaction table in the log:
+    none of them in the request the model endpoint captured, nor in what is stored."""
+    from tests.diagnostics.test_redact import SECRET_LINES
+
+    config = {
+        "wandb_api_key": "wandb-config-secret-1",
+        "db_password": "db-config-secret-2",
+        "aws_secret_access_key": "aws-config-secret-3",
+        "training_args": {"hub_token": "hub-config-secret-4", "learning_rate": 1e-5},
+    }
+    secrets = [*(value for value in _leaves(config) if isinstance(value, str))]
+    secrets += [secret for _, secret in SECRET_LINES]
+    for api in _explained(settings, llm):
+        made = api.post("/api/v1/projects/demo/runs", json={"run": "job", "config": config})
+        assert made.status_code == 201, made.text
+        token = {"Authorization": f"Bearer {api.post(RUN + '/attempts').json()['token']}"}
+        log(api, token, "\n".join(line for line, _ in SECRET_LINES) + "\n" + OOM)
+        end(api, token, 1)
+        stored = _explanation(api, "done")
+        assert stored["findings"][0]["code"] == "cuda_oom"
+        stored_text = api.get(RUN + "/diagnoses").text
+    ((_, body),) = _ChatCompletions.received
+    sent = json.dumps(body)
+    assert "CUDA out of memory" in sent
+    assert [s for s in secrets if s in sent] == []
+    assert [s for s in secrets if s in stored_text] == []
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    else:
+        yield value
+
+
 def test_a_failing_language_model_leaves_the_findings_and_the_status(
     settings: Settings, llm: str
 ) -> None:

@@ -1,16 +1,17 @@
 """The optional written explanation: the same evidence the rules read, bounded and with
-secrets taken out, as the messages of an OpenAI-compatible chat completion. Building the
-request and reading the answer are pure; the server sends it."""
+secrets taken out (:mod:`tuneplane.diagnostics.redact`), as the messages of an
+OpenAI-compatible chat completion. Building the request and reading the answer are pure; the
+server sends it."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, Final
 
 import orjson
 
 from tuneplane.diagnostics.evidence import Evidence, Finding
+from tuneplane.diagnostics.redact import redact_config, redact_text
 
 #: What an explanation is sent at most: the log tail's last lines and characters, and the
 #: config's bytes.
@@ -19,34 +20,12 @@ EXPLAIN_CHARS: Final = 24_000
 EXPLAIN_CONFIG_BYTES: Final = 4_000
 EXPLANATION_MAX_CHARS: Final = 8_000
 
-_SECRETS: Final = re.compile(
-    r"(tp[kilc]_[A-Za-z0-9_-]{8,}"  # our API keys, ingest tokens, share links, sessions
-    r"|hf_[A-Za-z0-9]{16,}"
-    r"|sk-[A-Za-z0-9_-]{16,}"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}"
-    r"|AKIA[0-9A-Z]{16}"
-    r"|xox[abprs]-[A-Za-z0-9-]{10,}"
-    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"
-)
-_ASSIGNED: Final = re.compile(
-    r"(?i)((?:api[_-]?key|token|secret|password|passwd|authorization)\s*[=:]\s*)"
-    r"(bearer\s+)?(['\"]?)[^\s'\"]{4,}"
-)
-_URL_PASSWORD: Final = re.compile(r"(//[^/\s:@]+:)[^@\s/]+@")
 SYSTEM_PROMPT: Final = (
     "You explain why a machine-learning training job failed, for the engineer who runs it. "
     "You are given the end of its output, metric trends, its configuration and the findings "
     "of rule-based checks. Say what most likely happened and what to try next, in a few "
     "short paragraphs. Say when the evidence is not enough. Do not repeat the log."
 )
-
-
-def redact(text: str) -> str:
-    """``text`` without credentials: tokens by their shapes, ``key=value`` secrets, and
-    passwords in URLs."""
-    text = _SECRETS.sub("[redacted]", text)
-    text = _ASSIGNED.sub(lambda m: f"{m[1]}{m[2] or ''}{m[3]}[redacted]", text)
-    return _URL_PASSWORD.sub(r"\1[redacted]@", text)
 
 
 def _log_tail(evidence: Evidence) -> str:
@@ -75,9 +54,8 @@ def _trends(evidence: Evidence) -> str:
 
 def request_body(model: str, evidence: Evidence, findings: Sequence[Finding]) -> dict[str, Any]:
     """The chat completion request, every part redacted."""
-    config = orjson.dumps(evidence.config or {}, default=str)[:EXPLAIN_CONFIG_BYTES].decode(
-        errors="replace"
-    )
+    redacted = redact_config(evidence.config or {})
+    config = orjson.dumps(redacted, default=str)[:EXPLAIN_CONFIG_BYTES].decode(errors="replace")
     found = "\n".join(f"- {f.code} ({f.confidence}): {f.detail}" for f in findings) or "(none)"
     exit_code = "unknown" if evidence.exit_code is None else str(evidence.exit_code)
     user = (
@@ -89,7 +67,7 @@ def request_body(model: str, evidence: Evidence, findings: Sequence[Finding]) ->
         "model": model,
         "messages": [
             {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": redact(user)},
+            {"role": "user", "content": redact_text(user)},
         ],
         "temperature": 0,
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Final
 
 from tuneplane.diagnostics.evidence import (
@@ -15,6 +16,7 @@ from tuneplane.diagnostics.evidence import (
     LogLine,
 )
 from tuneplane.diagnostics.patterns import PATTERNS, Pattern
+from tuneplane.diagnostics.redact import redact_text
 from tuneplane.diagnostics.tracebacks import last_traceback
 from tuneplane.diagnostics.trends import metric_findings
 
@@ -146,4 +148,13 @@ def diagnose(evidence: Evidence) -> list[Finding]:
         best.pop("preempted", None)  # the SIGTERM came from the time limit
     ordered = sorted(best.values(), key=lambda f: CONFIDENCE_ORDER[f.confidence])
     # The exception comes after what explains it: it says where, the others say why.
-    return ordered + ([exception] if exception is not None else [])
+    found = ordered + ([exception] if exception is not None else [])
+    # What a diagnosis stores and shows quotes the log: never a secret it held.
+    return [_redacted(finding) for finding in found]
+
+
+def _redacted(finding: Finding) -> Finding:
+    citations = tuple(
+        c if c.text is None else replace(c, text=redact_text(c.text)) for c in finding.citations
+    )
+    return replace(finding, detail=redact_text(finding.detail), citations=citations)
