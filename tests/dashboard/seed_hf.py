@@ -32,7 +32,8 @@ HEARTBEAT = {
 
 
 def wobble(step: int, seed: float) -> float:
-    return math.sin(step * 12.9898 + seed * 78.233) * 0.5
+    """Noise in [-0.5, 0.5), the same at every call."""
+    return (math.sin(step * 12.9898 + seed * 78.233) * 43758.5453) % 1 - 0.5
 
 
 def train_metrics(step: int) -> dict[str, float]:

@@ -50,9 +50,12 @@ export function safeUrl(url) {
  * replaced. A live header redrawn on every update then costs the browser little layout and
  * paint. Listeners stay those of `el`. Answers the node now in its place (`fresh` when it
  * replaced `el`): a caller that keeps a reference must take it, or it goes on changing a
- * node that is no longer on the page.
+ * node that is no longer on the page. An element marked data-keep (the same on both) is left
+ * as it is, children and all.
  */
 export function morph(el, fresh) {
+  // What the page keeps as it is (data-keep): filled once, and changed by the reader only.
+  if (el.dataset?.keep && el.dataset.keep === fresh.dataset?.keep) return el;
   if (el.nodeType !== fresh.nodeType || el.nodeName !== fresh.nodeName) {
     el.replaceWith(fresh);
     return fresh;

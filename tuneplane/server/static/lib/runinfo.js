@@ -1,5 +1,6 @@
 // How a run's status, transport health and config read on every page.
 
+import { flattenConfig, valueText } from "./config.js";
 import { h } from "./dom.js";
 import { fmtInt } from "./format.js";
 
@@ -28,20 +29,20 @@ export function healthBadge(run) {
   return h("span", { class: `health ${t.state}`, title: detail, text: t.state });
 }
 
-export function configText(value) {
-  return typeof value === "string" ? value : JSON.stringify(value);
+/** Config as key=value chips (all text), nested keys flattened (see flattenConfig). */
+export function configChips(config, limit = Infinity) {
+  return chipsOf(flattenConfig(config), limit);
 }
 
-/** Config as key=value chips (all text). */
-export function configChips(config, limit = Infinity) {
-  const items = Object.entries(config ?? {});
+/** [[key, value]] rows as chips, the first `limit` of them. */
+export function chipsOf(items, limit = Infinity) {
   if (!items.length) return h("span", { class: "muted", text: "no config" });
   const shown = items.slice(0, limit).map(([key, value]) =>
     h(
       "span",
-      { class: "chip", title: `${key} = ${configText(value)}` },
+      { class: "chip", title: `${key} = ${valueText(value)}` },
       h("span", { class: "chip-key", text: key }),
-      h("span", { class: "chip-value", text: configText(value) }),
+      h("span", { class: "chip-value", text: valueText(value) }),
     ),
   );
   if (items.length > limit) shown.push(h("span", { class: "muted", text: `+${items.length - limit}` }));
@@ -50,6 +51,6 @@ export function configChips(config, limit = Infinity) {
 
 /** Words a text filter matches a run by. */
 export function runSearchText(run) {
-  const config = Object.entries(run.config ?? {}).map(([k, v]) => `${k}=${configText(v)}`);
+  const config = flattenConfig(run.config).map(([k, v]) => `${k}=${valueText(v)}`);
   return [run.run, run.status ?? "", run.transport?.state ?? "", ...config].join(" ").toLowerCase();
 }

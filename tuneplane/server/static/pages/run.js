@@ -5,8 +5,10 @@
 import * as api from "../lib/api.js";
 import { Board } from "../charts/board.js";
 import { runColor } from "../lib/colors.js";
+import { configTable } from "../lib/config.js";
 import { debug } from "../lib/debug.js";
 import { crumbs, empty, h, morph, mount } from "../lib/dom.js";
+import { chipsOf } from "../lib/runinfo.js";
 import { fmtInt } from "../lib/format.js";
 import { watchRuns } from "../lib/live.js";
 import { listParam, readView, writeView } from "../lib/url.js";
@@ -110,11 +112,15 @@ async function chartsPage(wanted, { single }) {
   const removeHref = (ref) => removeRun(refs, ref);
   // The header changes with every live update: it is changed in place, and in a comparison
   // only the changing cells of the changed run's row.
+  // A run's config never changes: its table is made once and kept through every update.
+  const config = single ? configTable(found[0].config, (rows) => chipsOf(rows, 6)) : null;
   const renderHead = (ref = null) => {
     const row = ref && !single ? head.querySelector("tbody")?.rows[refs.indexOf(ref)] : null;
     if (row) updateCompareRow(row, runs.get(ref.key));
     else if (head.firstChild) morph(head.firstChild, single ? header() : compareHeader(refs, runs, removeHref));
     else head.append(single ? header() : compareHeader(refs, runs, removeHref));
+    const slot = config && head.querySelector('[data-keep="config"]');
+    if (slot && !slot.contains(config)) slot.replaceChildren(config);
   };
   renderHead();
 

@@ -32,7 +32,9 @@ export function runHeader(run, onShare = null, manage = null, attemptConfigs = [
       fact("created", h("span", { text: fmtTime(run.created_at) })),
       fact("updated", h("span", { title: fmtTime(run.updated_at), text: fmtAgo(run.updated_at) })),
     ),
-    h("div", { class: "config" }, configChips(run.config)),
+    // The config's table (see configTable), made once by the page: a live update keeps it,
+    // with its filter and whether it is open.
+    h("div", { class: "config", dataset: { keep: "config" } }),
     h(
       "div",
       { class: "actions" },
