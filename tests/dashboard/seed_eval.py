@@ -91,7 +91,15 @@ def eval_base(base: str, admin_key: str) -> None:
         "fields": {"gpu_mem_gb": 61.5, "queue": 3},
     }
     retries = [
-        trial("val-1", HISTORY_TRIAL, "infra_error", 0, error_type=XSS),
+        trial(
+            "val-1",
+            HISTORY_TRIAL,
+            "infra_error",
+            0,
+            error_type=XSS,
+            reason_code="verifier_timeout",
+            reason=f"the verifier timed out {XSS}",
+        ),
         trial("val-1", HISTORY_TRIAL, "failure", 1),
     ]
     val_1 = [trial("val-1", f"q{i:03d}", base_status(i)) for i in range(130)]

@@ -114,6 +114,10 @@ def test_a_trial_shows_its_retry_history_as_text(page: Page) -> None:
     expect(rows.locator(".outcome")).to_have_text(["success", "model failure", "execution error"])
     expect(rows.first).to_contain_text("current")
     expect(rows.nth(2).locator(".error-type")).to_have_text(XSS)
+    why = rows.nth(2).locator(".trial-reason")
+    expect(why).to_have_text(f"the verifier timed out {XSS}")
+    expect(why).to_have_attribute("title", "verifier_timeout")
+    expect(rows.first.locator(".trial-reason")).to_have_count(0)  # a verdict needs no reason
     assert page.locator(".validation img").count() == 0
 
 

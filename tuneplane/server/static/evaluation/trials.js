@@ -262,7 +262,7 @@ export class TrialInspector {
         h(
           "thead",
           {},
-          h("tr", {}, ["", "execution attempt", "trial attempt", "status", "eligible", "reward", "error type", "received", "trajectory"].map((label) => h("th", { text: label }))),
+          h("tr", {}, ["", "execution attempt", "trial attempt", "status", "eligible", "reward", "error type, reason", "received", "trajectory"].map((label) => h("th", { text: label }))),
         ),
         h(
           "tbody",
@@ -277,7 +277,13 @@ export class TrialInspector {
               h("td", {}, statusBadge(a.status)),
               h("td", { text: yesNo(a.eligible) }),
               h("td", { class: "num", text: fmtNum(a.reward) }),
-              h("td", { class: "error-type", text: a.error_type ?? "—" }),
+              // Why an unscored or errored attempt has no verdict (its code on hover).
+              h(
+                "td",
+                {},
+                h("span", { class: "error-type", text: a.error_type ?? "—" }),
+                a.reason ? h("div", { class: "trial-reason muted", title: a.reason_code, text: a.reason }) : null,
+              ),
               h("td", { text: fmtTime(a.received_at) }),
               h("td", {}, this.trajectoryLink(trial, a, texts)),
             ),
