@@ -101,6 +101,11 @@ def test_binary_values_decide_and_anything_else_is_kept_unscored(tmp_path: Path)
         ("unscored", None),
         ("unscored", None),
     ]
+    # Why each unscored document has no verdict is sent with it; a verdict needs no reason.
+    reasons = [(t.get("reason_code"), t.get("reason")) for t in snapshot["trials"]]
+    assert reasons[:4] == [(None, None)] * 4
+    assert reasons[4] == ("non_binary_value", "exact_match,strict-match = 0.5: not binary")
+    assert {code for code, _ in reasons[4:]} == {"non_binary_value"}
     events = sample_events(snapshot)
     assert events["doc-4"]["exact_match,strict-match"] == 0.5
     assert events["doc-4"]["exact_match,flexible-extract"] == 1.0
@@ -126,6 +131,10 @@ def test_the_verdict_is_the_first_figure_the_results_file_lists(tmp_path: Path) 
     document["higher_is_better"]["t"]["exact_match"] = False
     trial = only(write_run(tmp_path / "b", document, {"t": records}))["trials"][0]
     assert (trial["status"], trial["reward"]) == ("unscored", 1.0)
+    assert (trial["reason_code"], trial["reason"]) == (
+        "lower_is_better",
+        "exact_match is binary but lower is better: no verdict",
+    )
 
 
 def test_a_cut_last_line_is_skipped_with_a_warning_and_its_document_is_not_reported(

@@ -64,24 +64,27 @@ def verdict_key(results: dict[str, Any], task: str) -> tuple[str, str] | None:
 
 def _outcome(
     records: list[Record], key: tuple[str, str] | None, lower_is_better: bool
-) -> tuple[str, float | None, str]:
-    """``(status, reward, reason)`` of one document."""
+) -> tuple[str, float | None, str, str]:
+    """``(status, reward, reason, reason code)`` of one document (docs/import.md)."""
     if key is None:
-        return "unscored", None, "the results file names no metric for this task"
+        why = "the results file names no metric for this task"
+        return "unscored", None, why, "no_metric"
     metric, name = key
     record = next((r for r in records if r.filter == name), None)
     if record is None or metric not in record.values:
-        return "unscored", None, f"no {metric} value under filter {name!r}"
+        return "unscored", None, f"no {metric} value under filter {name!r}", "no_value"
     value = record.values[metric]
     number = float(value) if isinstance(value, int | float) else None
     if number is not None and not math.isfinite(number):
         number = None
     if isinstance(value, bool) or number in (0.0, 1.0):
         if lower_is_better:
-            return "unscored", number, f"{metric} is binary but lower is better: no verdict"
+            why = f"{metric} is binary but lower is better: no verdict"
+            return "unscored", number, why, "lower_is_better"
         status = "success" if float(value) == 1.0 else "failure"
-        return status, float(value), f"{metric},{name} = {value}"
-    return "unscored", number, f"{metric},{name} = {_text(value, 80)}: not binary"
+        return status, float(value), f"{metric},{name} = {value}", "binary_value"
+    why = f"{metric},{name} = {_text(value, 80)}: not binary"
+    return "unscored", number, why, "non_binary_value"
 
 
 def _sample_fields(records: list[Record], filters: list[str]) -> dict[str, Any]:
@@ -307,18 +310,19 @@ def _outcomes(
     filters = _filters(run.results, task, [r for rs in by_doc.values() for r in rs])
     trials, events, evidence = [], [], []
     for doc_id, records in sorted(by_doc.items()):
-        status, reward, reason = _outcome(records, key, lower)
-        trials.append(
-            {
-                "type": "trial",
-                "trial_id": trial_id(doc_id),
-                "trial_attempt": 0,
-                "status": status,
-                "eligible": False,  # held-out evaluation evidence, never a training decision
-                "reward": reward,
-                "error_type": None,
-            }
-        )
+        status, reward, reason, code = _outcome(records, key, lower)
+        result: dict[str, Any] = {
+            "type": "trial",
+            "trial_id": trial_id(doc_id),
+            "trial_attempt": 0,
+            "status": status,
+            "eligible": False,  # held-out evaluation evidence, never a training decision
+            "reward": reward,
+            "error_type": None,
+        }
+        if status == "unscored":  # why it has no verdict travels with it to the server
+            result.update(reason_code=code, reason=reason[:OBSERVATION_STRING_MAX_CHARS])
+        trials.append(result)
         events.append(
             {"type": "event", "name": SAMPLE_EVENT, "fields": _sample_fields(records, filters)}
         )
