@@ -113,8 +113,11 @@ class _ChatCompletions(BaseHTTPRequestHandler):
 
     received: ClassVar[list[tuple[dict[str, str], dict[str, Any]]]] = []
     status: ClassVar[int] = 200
+    #: Set to hold every answer until it is set (a slow model).
+    go: ClassVar[threading.Event] = threading.Event()
 
     def do_POST(self) -> None:
+        self.go.wait(30)
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         self.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
         answer = {"choices": [{"message": {"role": "assistant", "content": "Lower the batch."}}]}
@@ -136,6 +139,7 @@ def llm() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatCompletions)
     _ChatCompletions.received.clear()
     _ChatCompletions.status = 200
+    _ChatCompletions.go.set()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -262,6 +266,28 @@ def _leaves(value: Any) -> Iterator[Any]:
             yield from _leaves(item)
     else:
         yield value
+
+
+def test_a_rerun_answers_with_its_findings_and_the_explanation_on_its_way(
+    settings: Settings, llm: str
+) -> None:
+    """``POST …/diagnoses`` answers once the rule findings are done, saying the explanation
+    is running; it lands later, in the listed record (docs/diagnostics.md)."""
+    for api in _explained(settings, llm):
+        token = start(api)
+        log(api, token, OOM)
+        end(api, token, 1)
+        _explanation(api, "done")
+        _ChatCompletions.go.clear()  # the model is slow now
+        again = api.post(RUN + "/diagnoses")
+        assert again.status_code == 201, again.text
+        assert again.json()["state"] == "done"
+        assert again.json()["explanation"] == {"state": "running", "model": "tiny-model"}
+        _ChatCompletions.go.set()
+        deadline = time.monotonic() + 20
+        while diagnoses(api)[0]["explanation"]["state"] != "done":
+            assert time.monotonic() < deadline, diagnoses(api)
+            time.sleep(0.05)
 
 
 def test_a_failing_language_model_leaves_the_findings_and_the_status(

@@ -110,10 +110,13 @@ async def run_diagnosis(state: AppState, run_id: int, attempt: int, trigger: str
     except Exception as exc:
         logger.warning("tuneplane: diagnosis %d could not be recorded: %s", diagnosis, exc)
         return diagnosis
-    state.live.notify(run_id)
     llm = state.settings.diagnosis
     if llm is not None and evidence is not None and findings is not None:
+        # Said at once: the answer and the page show the explanation is on its way.
+        running = {"state": "running", "model": llm.model}
+        await state.database.write(records.explain, diagnosis, running, key=run_id)
         _in_background(state, _explain(state, llm, run_id, diagnosis, evidence, findings))
+    state.live.notify(run_id)
     return diagnosis
 
 
