@@ -35,6 +35,7 @@ from types import TracebackType
 from typing import Any, Final, Literal
 
 from tuneplane.client import default, ending
+from tuneplane.client.attempt_config import config_body, send_config
 from tuneplane.client.console import CONSOLE_MODES, ConsoleCapture
 from tuneplane.client.errors import DeliveryFailed, ResumeRefused
 from tuneplane.client.logs import LogShipper
@@ -420,10 +421,6 @@ def _attach(
         job_run,
     ):
         _say(f"under `tuneplane run` this process reports to {job.run_id}, not {project}/{name}")
-    if config is not None and ranks.rank == 0:
-        _say(
-            "under `tuneplane run` the run's config is the runner's --config; init()'s is not sent"
-        )
     if ranks.rank != 0 and not suffix:
         _say(f"rank {ranks.rank} of {ranks.world_size} does not report (only rank 0 does)")
         return Run(job_project, job_run, None, attempt=job.attempt, ranks=ranks)
@@ -442,7 +439,22 @@ def _attach(
         next_step=job.next_step,
     )
     reporter.start()
+    if isinstance(config, Mapping) and ranks.rank == 0:
+        _declare_config(job.endpoint, job.token, config, job.attempt)
     return Run(job_project, job_run, reporter, attempt=job.attempt, ranks=ranks, suffix=suffix)
+
+
+def _declare_config(
+    endpoint: str, token: str, config: Mapping[str, Any], attempt: int | None
+) -> None:
+    """init()'s config under the runner, recorded on the runner's attempt (and as the
+    run's while it has none): the runner started the attempt before it was known."""
+    body, problem = config_body(config)
+    if body is None:
+        _say(f"warning: init()'s config is not recorded: {problem}")
+        return
+    _answered, line = send_config(endpoint, token, body, attempt)
+    _say(line.removeprefix("tuneplane: "))
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,10 @@ from tuneplane.contract.validation import (
 RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
 RUN_STATUSES: Final[tuple[RunStatus, ...]] = ("running", "succeeded", "failed", "cancelled")
 TERMINAL_STATUSES: Final = frozenset({"succeeded", "failed", "cancelled"})
+#: The status the server gives a run whose sender reports none and never says when the run
+#: ends (a Trackio client: its protocol has no call for it), so that it neither reads as
+#: running forever nor claims an end nobody reported. A status an SDK attempt reports wins.
+END_UNKNOWN_STATUS: Final = "unknown"
 InvalidKind = Literal["nan", "inf", "-inf"]
 INVALID_KINDS: Final[tuple[InvalidKind, ...]] = ("nan", "inf", "-inf")
 LogStream = Literal["stdout", "stderr"]
@@ -123,6 +127,21 @@ def parse_attempt_start(body: object) -> dict[str, Any] | None:
         raise InvalidInput((problem,))
     assert isinstance(config, dict)
     return config or None
+
+
+def parse_attempt_config(body: object) -> dict[str, Any]:
+    """``POST /api/v1/ingest/config``: ``{"config": {...}}``, the config the attempt's
+    training code declared once it started (the rules of a run's; not empty)."""
+    item = _object(body)
+    config = item.get("config")
+    if config is None:
+        raise InvalidInput((Violation("config", "required"),))
+    if (problem := _config_violation(config)) is not None:
+        raise InvalidInput((problem,))
+    assert isinstance(config, dict)
+    if not config:
+        raise InvalidInput((Violation("config", "must hold at least one key"),))
+    return config
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,6 +92,7 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("POST", "/api/v1/ingest/heartbeat"): Rule("ingest-token"),
     ("POST", "/api/v1/ingest/alerts"): Rule("ingest-token"),
     ("POST", "/api/v1/ingest/trajectories"): Rule("ingest-token"),
+    ("POST", "/api/v1/ingest/config"): Rule("ingest-token"),
     # The Trackio protocol (server/trackio.py): the write token in x-trackio-write-token is
     # an API key, which each route resolves and holds to write-run / create-project (or
     # read-run) for the projects its body names, as POST /ingest checks its own secret.

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from tuneplane.contract.arena import parse_alerts
-from tuneplane.contract.limits import INGEST_BODY_MAX_BYTES
+from tuneplane.contract.limits import INGEST_BODY_MAX_BYTES, RUN_CONFIG_MAX_BYTES
 from tuneplane.contract.observations import parse_observations
 from tuneplane.contract.protocol import (
+    parse_attempt_config,
     parse_heartbeat,
     parse_log_lines,
     parse_scalars,
@@ -107,3 +108,17 @@ async def ingest_alerts(request: Request, scope: Scope) -> Response:
     if new:
         state.live.notify(scope.run_id)
     return JSON({"new": new, "duplicate": len(alerts) - new})
+
+
+@router.post("/config")
+async def ingest_config(request: Request, scope: Scope) -> Response:
+    """The config the attempt's training code declared once it started (``init(config=…)``
+    or a Trainer's arguments under ``tuneplane run``): written once per attempt (the same
+    again is fine, another is a 409), and the run's config while the run has none."""
+    config = parse_attempt_config(await read_json(request, RUN_CONFIG_MAX_BYTES + 4096))
+    state = app_state(request)
+    recorded = await state.database.write(
+        write_as, scope, runs.record_attempt_config, scope, config, key=scope.run_id
+    )
+    state.live.notify(scope.run_id)
+    return JSON({"attempt": scope.attempt, "recorded": recorded})

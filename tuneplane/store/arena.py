@@ -153,6 +153,10 @@ def _run_of(
     if known is None:
         return ensure_run(connection, batch.project, batch.run, batch.config, now)
     if batch.config is not None and batch.config != known.config:
+        if known.config is None:
+            # A run without a config may have been given one since (an attempt's config,
+            # POST /api/v1/ingest/config): the stored one decides.
+            return ensure_run(connection, batch.project, batch.run, batch.config, now)
         raise config_conflict(batch.project, batch.run, known.config)
     return known, False
 

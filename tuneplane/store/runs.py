@@ -7,11 +7,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Column, ColumnElement, Connection, Text, cast, func, select, update
 
 from tuneplane.contract.access import Visibility
 from tuneplane.contract.errors import Conflict
-from tuneplane.contract.protocol import TERMINAL_STATUSES, StatusReport
+from tuneplane.contract.protocol import END_UNKNOWN_STATUS, TERMINAL_STATUSES, StatusReport
 from tuneplane.contract.run_meta import RunMeta
 from tuneplane.store.access import add_owner
 from tuneplane.store.alert_rules import add_defaults
@@ -140,6 +140,41 @@ def start_attempt_with_config(
     return issued
 
 
+def _no_config(column: Column[Any]) -> ColumnElement[bool]:
+    """No config: SQL NULL, or the JSON null that a JSON column stores for None."""
+    return func.coalesce(cast(column, Text), "null") == "null"
+
+
+def record_attempt_config(
+    connection: Connection, scope: TokenScope, config: RunConfig
+) -> dict[str, bool]:
+    """The config the attempt's training code declared after the attempt started (a
+    Trainer's arguments under ``tuneplane run``): written once per attempt, the same again
+    is fine, another a :class:`Conflict` that stores nothing. It becomes the run's config
+    too while the run has none. Returns what was recorded: ``{"attempt": …, "run": …}``."""
+    # Conditional updates rather than read-then-write: two racing writers cannot both win.
+    attempt_new = connection.execute(
+        update(attempts)
+        .where(attempts.c.id == scope.attempt_id, _no_config(attempts.c.config))
+        .values(config=config)
+    ).rowcount
+    if not attempt_new:
+        stored = connection.execute(
+            select(attempts.c.config).where(attempts.c.id == scope.attempt_id)
+        ).scalar_one()
+        if stored != config:
+            raise Conflict(
+                f"config: attempt {scope.attempt} of {scope.project}/{scope.run} already "
+                "recorded a different config; an attempt's config is written once"
+            )
+    run_new = connection.execute(
+        update(runs)
+        .where(runs.c.id == scope.run_id, _no_config(runs.c.config))
+        .values(config=config, updated_at=time.time())
+    ).rowcount
+    return {"attempt": bool(attempt_new), "run": bool(run_new)}
+
+
 def differing_attempt_configs(
     connection: Connection, run_id: int, config: RunConfig | None
 ) -> list[dict[str, object]]:
@@ -176,6 +211,17 @@ def set_status(connection: Connection, scope: TokenScope, report: StatusReport) 
         update(runs)
         .where(runs.c.id == scope.run_id, runs.c.attempt_count == scope.attempt)
         .values(status=report.status, exit_code=report.exit_code, updated_at=now)
+    )
+
+
+def mark_end_unknown(connection: Connection, project: str, run: str) -> None:
+    """Say the run's end is unknown (``END_UNKNOWN_STATUS``) while it has no status: one an
+    SDK attempt reported is the run's own and stays."""
+    project_id = select(projects.c.id).where(projects.c.name == project).scalar_subquery()
+    connection.execute(
+        update(runs)
+        .where(runs.c.project_id == project_id, runs.c.name == run, runs.c.status.is_(None))
+        .values(status=END_UNKNOWN_STATUS)
     )
 
 
