@@ -125,3 +125,113 @@ def test_a_long_message_is_cut_at_a_word_and_says_so() -> None:
     text += "RuntimeError: " + "word " * 100
     (finding,) = diagnose(Evidence(lines=lines(text)))
     assert finding.detail.endswith("word … in f (/job/t.py, line 1)")
+
+
+ASYNC_NCCL_ERROR = """\
+[E ProcessGroupNCCL.cpp:828] [Rank 3] Exception (either an error or timeout) detected by \
+watchdog at work: 2, last enqueued NCCL work: 2, last completed NCCL work: 1.
+[E ProcessGroupNCCL.cpp:414] Some NCCL operations have failed or timed out. Due to the \
+asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete \
+data. To avoid this inconsistency, we are taking the entire process down.
+[E ProcessGroupNCCL.cpp:737] [Rank 3] NCCL watchdog thread terminated with exception: NCCL \
+error: unhandled system error, WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, \
+Timeout(ms)=1800000)"""
+
+
+def test_an_async_nccl_error_is_an_error_not_a_timeout() -> None:
+    assert codes(Evidence(lines=lines(ASYNC_NCCL_ERROR))) == ["nccl_error"]
+    timeout = (
+        "[E ProcessGroupNCCL.cpp:475] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800439 "
+        "milliseconds before timing out."
+    )
+    assert codes(Evidence(lines=lines(timeout))) == ["nccl_timeout"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Exception: data did not match any variant of untagged enum ModelWrapper at line 1 "
+        "column 1",
+        "Exception: data did not match any variant of untagged enum PyPreTokenizerTypeWrapper "
+        "at line 951 column 3",
+        "Exception: data did not match any variant of untagged enum PyNormalizerTypeWrapper at "
+        "line 49 column 3",
+    ],
+)
+def test_a_family_of_messages_is_one_finding(line: str) -> None:
+    assert codes(Evidence(lines=lines(line))) == ["tokenizer_error"]
+
+
+KILLED_THEN_TIMEOUTS = """\
+[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: \
+WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600324 milliseconds before \
+timing out.
+[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation timeout: \
+WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600329 milliseconds before \
+timing out."""
+
+
+def test_a_sigkill_explains_the_timeouts_of_the_surviving_ranks() -> None:
+    found = codes(Evidence(lines=lines(KILLED_THEN_TIMEOUTS), exit_code=137))
+    assert found == ["host_oom", "nccl_timeout"]
+    kernel = "[Tue Mar  4 10:12:01 2025] Out of memory: Killed process 81 (python) total-vm:1kB"
+    found = codes(Evidence(lines=lines(KILLED_THEN_TIMEOUTS + "\n" + kernel)))
+    assert found == ["host_oom", "nccl_timeout"]
+
+
+def test_an_nccl_error_explains_the_timeouts_and_an_oom_explains_both() -> None:
+    text = KILLED_THEN_TIMEOUTS + "\n" + ASYNC_NCCL_ERROR
+    assert codes(Evidence(lines=lines(text))) == ["nccl_error", "nccl_timeout"]
+    oom = (
+        "[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.2 GiB. GPU 5 "
+        "has a total capacity of 79.1 GiB of which 300 MiB is free."
+    )
+    assert codes(Evidence(lines=lines(text + "\n" + oom))) == [
+        "cuda_oom", "nccl_error", "nccl_timeout"
+    ]  # fmt: skip
+
+
+CLEANUP_AFTER_OOM = """\
+Traceback (most recent call last):
+  File "/job/train.py", line 40, in step
+    loss.backward()
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/job/train.py", line 52, in main
+    save_emergency_checkpoint(model)
+  File "/job/ckpt.py", line 9, in save_emergency_checkpoint
+    os.rename(tmp, final)
+FileExistsError: [Errno 17] File exists: '/ckpt/step_100'"""
+
+
+def test_an_oom_comes_before_the_exception_raised_while_cleaning_up() -> None:
+    found = diagnose(Evidence(lines=lines(CLEANUP_AFTER_OOM), exit_code=1))
+    assert [f.code for f in found] == ["cuda_oom", "python_exception"]
+    assert "FileExistsError" in found[-1].title
+
+
+def test_of_two_causes_the_surer_then_the_earlier_comes_first() -> None:
+    text = (
+        "OSError: [Errno 28] No space left on device: '/ckpt/step_9/model.safetensors'\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    )
+    assert codes(Evidence(lines=lines(text))) == ["disk_full", "cuda_oom"]
+    swapped = "\n".join(reversed(text.splitlines()))
+    assert codes(Evidence(lines=lines(swapped))) == ["cuda_oom", "disk_full"]
+
+
+def test_only_the_exit_code_and_the_last_line_known_is_said_as_such() -> None:
+    text = "step 10 loss 2.31\nmodel: something went wrong in the reward worker"
+    (finding,) = diagnose(Evidence(lines=lines(text), exit_code=3))
+    assert finding.code == "exit_status"
+    assert finding.confidence == "possible"
+    assert "exit code 3" in finding.detail
+    assert "something went wrong in the reward worker" in finding.detail
+    assert [c.line for c in finding.citations] == [1]
+    (killed,) = diagnose(Evidence(exit_code=134))
+    assert "SIGABRT" in killed.detail
+    assert diagnose(Evidence(lines=lines(text), exit_code=0)) == []

@@ -12,7 +12,8 @@ CONFIDENCE_ORDER: dict[str, int] = {"certain": 0, "likely": 1, "possible": 2}
 
 @dataclass(frozen=True, slots=True)
 class LogLine:
-    """One output line of the attempt; ``index`` is its place in the tail, for citing."""
+    """One output line of the attempt; ``index`` is its place in the attempt's log (from
+    0, in the order of the job's numbering), for citing."""
 
     index: int
     stream: Literal["stdout", "stderr"]
@@ -30,7 +31,27 @@ class Series:
 
 
 @dataclass(frozen=True, slots=True)
+class LogExtent:
+    """How much of the attempt's log the evidence rests on: the store held ``stored``
+    lines, the search for signatures read the last ``searched`` of them, and ``missing``
+    lines the job numbered never reached the store (gaps in their sequence numbers)."""
+
+    stored: int
+    searched: int
+    missing: int = 0
+    #: Why the search stopped before the log's start, when it did.
+    stopped: str | None = None
+
+    @property
+    def cut(self) -> bool:
+        return self.searched < self.stored or self.missing > 0
+
+
+@dataclass(frozen=True, slots=True)
 class Evidence:
+    #: The lines a diagnosis reads, in log order: the lines of the whole log that match a
+    #: signature (with a few of their neighbours), then the tail from ``tail_from`` on.
+    #: ``LogLine.index`` is a line's place in the attempt's log.
     lines: Sequence[LogLine] = ()
     exit_code: int | None = None
     #: ``failed`` (the process said so), or ``lost`` (its heartbeat stopped).
@@ -39,6 +60,10 @@ class Evidence:
     #: The sender's last transport health (heartbeat counters), when it sent one.
     transport: Mapping[str, Any] = field(default_factory=dict)
     config: Mapping[str, Any] | None = None
+    #: The index of the tail's first line: tracebacks are read in the tail only.
+    tail_from: int = 0
+    #: How much of the log was read; None when the lines are all there is.
+    extent: LogExtent | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,11 +20,20 @@ class Pattern:
     next_action: str
     #: A line that matches ``shows`` but also this is not the failure (a warning, say).
     unless: re.Pattern[str] | None = None
+    #: Lines that show the failure only beside a line matching the second pattern within
+    #: ``NEAR_LINES`` (a ``socket.gaierror`` is the tracker's only with its frames around).
+    with_context: tuple[re.Pattern[str], re.Pattern[str]] | None = None
+
+
+#: Lines either side of a line that ``with_context`` looks at for its context.
+NEAR_LINES: Final = 30
 
 
 def _any(*alternatives: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{a})" for a in alternatives), flags)
 
+
+_I = re.IGNORECASE
 
 PATTERNS: Final[tuple[Pattern, ...]] = (
     Pattern(
@@ -34,14 +43,99 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         _any(
             r"CUDA out of memory",
             r"torch\.(cuda\.)?OutOfMemoryError",
+            r"OutOfMemoryError: (CUDA|HIP)",
             r"CUDA error: out of memory",
-            r"CUBLAS_STATUS_ALLOC_FAILED",
-            r"HIP out of memory",
-            r"No available memory for the cache blocks",
+            r"CUDA_ERROR_OUT_OF_MEMORY",
             r"cudaErrorMemoryAllocation",
+            r"CUBLAS_STATUS_ALLOC_FAILED",
+            r"(HIP|XPU|NPU|MPS backend) out of memory",
+            r"hipErrorOutOfMemory",
+            r"RESOURCE_EXHAUSTED: Out of memory",
+            r"Out of memory while trying to allocate",
+            r"cudaMalloc(Async)? .*out of memory",
         ),
         "Lower the per-device batch size or sequence length, enable gradient checkpointing, "
         "or shard the model (FSDP/ZeRO); for vLLM lower gpu_memory_utilization or max_model_len.",
+    ),
+    Pattern(
+        "kv_cache_too_small",
+        "The inference engine's KV cache is too small for the model's length",
+        "certain",
+        _any(
+            r"larger than the maximum number of tokens that can be stored in KV cache",
+            r"KV cache is needed, which is larger than the available KV cache memory",
+            r"No available memory for the cache blocks",
+            r"Not enough memory\. Please try to increase --mem-fraction-static",
+            r"max_total_num_tokens.*(too small|is 0|<= ?0)",
+        ),
+        "Raise gpu_memory_utilization (SGLang: --mem-fraction-static), lower max_model_len / "
+        "--context-length, or give the engine more GPUs (tensor parallelism).",
+    ),
+    Pattern(
+        "cuda_illegal_access",
+        "A GPU kernel accessed memory it may not (illegal memory access)",
+        "certain",
+        _any(
+            r"illegal memory access",
+            r"cudaErrorIllegalAddress",
+            r"CUDA_ERROR_ILLEGAL_ADDRESS",
+            r"CUDA error: misaligned address",
+            r"CUDA error: an illegal instruction",
+            r"CUDA error: unspecified launch failure",
+            r"Memory access fault by GPU",
+        ),
+        "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; it is often a custom or fused "
+        "kernel (flash-attention, a compiled extension) with a shape or dtype it does not "
+        "support, or a mismatch between the CUDA build and the driver.",
+    ),
+    Pattern(
+        "device_assert",
+        "A GPU kernel's assertion failed (an index or label out of range)",
+        "certain",
+        _any(
+            r"device-side assert(ion)?s? triggered",
+            r"cudaErrorAssert",
+            r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion",
+            r"\.cuh?:\d+: .*Assertion .* failed",
+            r"Assertion `t >= 0 && t < n_classes` failed",
+            r"index out of range in self",
+            r"index -?\d+ is out of bounds for dimension \d+",
+        ),
+        "A label or token id is out of range: check that labels are below the number of "
+        "classes (and -100 is the ignore index), and that token ids fit the embedding "
+        "(resize_token_embeddings after adding tokens). Rerun with CUDA_LAUNCH_BLOCKING=1.",
+    ),
+    Pattern(
+        "gpu_fault",
+        "The GPU or its driver failed (hardware or driver fault)",
+        "certain",
+        _any(
+            r"fallen off the bus",
+            r"\bNVRM: Xid\b",
+            r"\bXid \d+\b",
+            r"uncorrectable ECC error",
+            r"CUDA error: ECC error",
+            r"cudaErrorECCUncorrectable",
+            r"CUDA error: unknown error",
+        ),
+        "Take the node out of service and report it (nvidia-smi -q, dmesg for Xid); resume "
+        "from the last checkpoint on another node.",
+    ),
+    Pattern(
+        "cuda_setup",
+        "The job could not use the GPU (driver, build or visibility)",
+        "certain",
+        _any(
+            r"no kernel image is available for execution on the device",
+            r"CUDA driver version is insufficient",
+            r"[Nn]o CUDA GPUs are available",
+            r"Found no NVIDIA driver on your system",
+            r"all CUDA-capable devices are busy or unavailable",
+            r"CUDA error: invalid device ordinal",
+            r"Torch not compiled with CUDA enabled",
+        ),
+        "Check that the job sees its GPUs (CUDA_VISIBLE_DEVICES, the scheduler's GPU request) "
+        "and that the installed PyTorch/CUDA build supports the node's driver and GPU.",
     ),
     Pattern(
         "host_oom",
@@ -54,13 +148,34 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"oom_reaper: reaped process",
             r"Memory cgroup out of memory",
             r"OOMKilled",
-            r"oom-kill event",
+            r"oom[-_]kill events?",
             r"kernel: Killed process \d+",
+            r"killed by the cgroup out-of-memory handler",
             r"exitcode\s*:\s*-9\b",
             r"Signal 9 \(SIGKILL\)",
+            r"<Signals\.SIGKILL: 9>",
+            r"is killed by signal: Killed",
+            # Ray's memory monitor kills a worker before the kernel would.
+            r"killed due to the node running low on memory",
+            r"ray\.exceptions\.OutOfMemoryError",
+            r"killed due to memory pressure \(OOM\)",
         ),
         "Give the job more host memory, or lower what it holds in RAM: fewer dataloader "
         "workers, streaming datasets, smaller CPU offload buffers.",
+    ),
+    Pattern(
+        "loss_scale_collapse",
+        "The fp16 loss scale collapsed (the gradients overflow at every step)",
+        "certain",
+        _any(
+            r"Attempted loss scale: 1(\.0)?, reducing to 1(\.0)?\b",
+            r"Current loss scale already at minimum",
+            r"[Mm]inimum loss scale reached",
+            r"reducing loss scale to (0|1)(\.0+)?\b",
+            r"reducing loss scale to \d(\.\d+)?e-\d+",
+        ),
+        "Train in bf16 instead of fp16, or lower the learning rate and clip gradients; check "
+        "the data for extreme samples and the model for layers that overflow in fp16.",
     ),
     Pattern(
         "nccl_timeout",
@@ -69,8 +184,12 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         _any(
             r"Watchdog caught collective operation timeout",
             r"collective operation timeout",
+            r"ran for \d+ milliseconds before timing out",
             r"NCCL (communicator|operation) .*timed? ?out",
-            r"ProcessGroupNCCL.*[Tt]imeout",
+            # Not the Timeout(ms)= setting every WorkNCCL prints, nor the watchdog's "either
+            # an error or timeout" and "failed or timed out", which an NCCL error prints too.
+            r"ProcessGroupNCCL.*(?:(?<!failed or )timed out"
+            r"|(?<!error or )\b[Tt]imeout\b(?!\(ms\)))",
             r"Timed out waiting \d+ms for send operation",
         ),
         "One rank stopped reaching the collective: look for the rank that failed first (its own "
@@ -82,14 +201,10 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "NCCL reported an error",
         "certain",
         _any(
-            r"NCCL error",
-            r"ncclSystemError",
-            r"ncclInternalError",
-            r"ncclUnhandledCudaError",
-            r"ncclRemoteError",
-            r"ncclInvalidUsage",
-            r"ncclInvalidArgument",
-            r"\bNCCL WARN\b",
+            r"\b[NR]CCL error",
+            r"\b[nr]ccl(System|Internal|UnhandledCuda|Remote|InvalidUsage|InvalidArgument)Error",
+            r"\b[NR]CCL WARN\b",
+            r"NCCL watchdog thread terminated with exception",
         ),
         "Rerun with NCCL_DEBUG=INFO to see which transport failed; check the network "
         "interfaces (NCCL_SOCKET_IFNAME), shared memory (/dev/shm) and that every rank sees "
@@ -103,11 +218,18 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"No space left on device",
             r"\[Errno 28\]",
             r"ENOSPC",
+            r"StorageFull",
             r"Disk quota exceeded",
             r"\[Errno 122\]",
+            # torch.save's writer says only that the write failed; a full disk is its cause.
+            r"PytorchStreamWriter failed writing file",
+            r"unexpected pos \d+ vs \d+",
+            r"[Nn]ot enough (free )?disk space",
+            r"database or disk is full",
+            r"insufficient shared memory \(shm\)",
         ),
-        "Free space where the job writes (checkpoints, caches such as HF_HOME, /tmp), keep "
-        "fewer checkpoints (save_total_limit), or write to a larger volume.",
+        "Free space where the job writes (checkpoints, caches such as HF_HOME, /tmp, /dev/shm), "
+        "keep fewer checkpoints (save_total_limit), or write to a larger volume.",
     ),
     Pattern(
         "missing_file",
@@ -121,6 +243,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"Can't load (the )?(model|config|weights)",
             r"[Cc]heckpoint .*(not found|does not exist)",
             r"Error no file named",
+            r"EntryNotFoundError|RepositoryNotFoundError|RevisionNotFoundError",
         ),
         "Check the path the job was given (relative to its working directory), that the "
         "checkpoint was fully written and is mounted on this node, and the model name.",
@@ -131,13 +254,15 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "The dataset could not be loaded or read",
         "likely",
         _any(
-            r"DatasetNotFoundError",
-            r"DatasetGenerationError",
+            r"\b(Dataset\w*|DataFiles\w*|Schema\w*|\w*Splits\w*|\w*Checksums?\w*)Error\b",
             r"datasets\.exceptions\.\w+",
             r"Couldn't find (a )?dataset",
-            r"pyarrow\.lib\.Arrow(Invalid|TypeError)",
+            r"\bArrow(Invalid|TypeError|CapacityError)\b",
             r"Couldn't cast array of type",
             r"column names don't match",
+            r"An error occurred while generating the dataset",
+            r"Please pass `features` or at least one example when writing data",
+            r"Unknown split \"?\w+",
         ),
         "Check the dataset's name, split and configuration, and that its columns are the "
         "ones the trainer expects (for chat data, a 'messages' column of role/content).",
@@ -149,15 +274,20 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         _any(
             r"tokenizer does not have a padding token",
             r"Tokenizer class \w+ does not exist",
-            r"tokenizer\.chat_template is not set",
             r"chat_template is not set",
+            r"(does not have|No) (a )?chat template",
             r"Couldn't instantiate the backend tokenizer",
-            r"requires the SentencePiece library",
+            r"requires the (SentencePiece|protobuf|tiktoken) library",
             r"Can't load tokenizer",
-            r"untagged enum ModelWrapper",
+            # tokenizer.json written by a newer tokenizers than the one installed: one
+            # message per part of it (ModelWrapper, PyPreTokenizerTypeWrapper, …).
+            r"untagged enum \w+",
+            r"sentencepiece_processor\.cc.*\b(ParseFromArray|Internal|failed)",
+            r"Converting from (Tiktoken|SentencePiece) failed",
         ),
         "Set a padding token (tokenizer.pad_token = tokenizer.eos_token), give the tokenizer "
-        "a chat template, or install what it needs (sentencepiece, tokenizers).",
+        "a chat template, install what it needs (sentencepiece, tokenizers), or upgrade "
+        "tokenizers when the tokenizer.json is newer than it.",
     ),
     Pattern(
         "nan_loss",
@@ -172,11 +302,11 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"returned nan values in its \d+th output",
             r"Detected (NaN|Inf|inf) ",
             r"grad[ _]norm\s*[:=]\s*(nan|inf)\b",
-            flags=re.IGNORECASE,
+            flags=_I,
         ),
         "Lower the learning rate or raise warmup, clip gradients, use bf16 instead of fp16, "
         "and check the data of the steps just before for empty or extreme samples.",
-        unless=re.compile(r"OVERFLOW|Attempted loss scale|skipping step", re.IGNORECASE),
+        unless=re.compile(r"OVERFLOW|Attempted loss scale|skipping step", _I),
     ),
     Pattern(
         "preempted",
@@ -184,23 +314,45 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "likely",
         _any(
             r"DUE TO PREEMPTION",
-            r"\bpreempted\b",
+            r"\bpreempt(ed|ion)\b",
+            r"\bPREEMPTED\b",
             r"Received SIGTERM",
             r"Signals\.SIGTERM",
             r"got signal: 15",
             r"spot (instance )?interruption",
+            r"[Ss]pot [Ii]nstance (interruption|termination) notice",
+            r"\"EventType\":\s*\"Preempt\"",
+            r"(Spot|Low-priority) (VM|node|instance)s? .*evicted",
         ),
         "Resume from the last checkpoint (tuneplane run resumes the run and continues its "
         "steps); checkpoint more often on preemptible nodes, or ask for a longer time limit.",
-        unless=re.compile(r"preempted\s*=\s*(false|0)", re.IGNORECASE),
+        unless=re.compile(r"preempt(ed|ion)\s*[=:]\s*(false|0|none)", _I),
     ),
     Pattern(
         "time_limit",
         "The scheduler's time limit ended the job",
         "certain",
-        _any(r"DUE TO TIME LIMIT", r"TIMEOUT.*time limit", r"Job .* exceeded (its )?time limit"),
+        _any(
+            r"DUE TO TIME LIMIT",
+            r"TIMEOUT.*time limit",
+            r"Job .* exceeded (its )?time limit",
+            r"DeadlineExceeded",
+            r"active longer than specified deadline",
+        ),
         "Resume from the last checkpoint, ask for a longer time limit, or checkpoint often "
         "enough that a limit loses little.",
+    ),
+    Pattern(
+        "port_in_use",
+        "The rendezvous port was already in use",
+        "certain",
+        _any(
+            r"EADDRINUSE",
+            r"[Aa]ddress already in use",
+            r"The server socket has failed to (listen|bind)",
+        ),
+        "Another job (or a previous run that did not exit) holds MASTER_PORT on this node: "
+        "choose a free port (torchrun --master-port, --rdzv-endpoint) or stop the old process.",
     ),
     Pattern(
         "ingest_unreachable",
@@ -211,12 +363,34 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"tuneplane: .*telemetry is off for .* is unreachable",
             # The trackers people ran before, or beside: their endpoints fail the same way.
             r"wandb: Network error",
-            r"wandb: ERROR .*(timed out|[Cc]onnection)",
+            r"wandb: ERROR .*(timed out|[Cc]onnection|resolve|unreachable)",
+            r"wandb\.errors\.(\w+\.)?CommError",
             r"^Retry attempt failed:$",
             r"API request to \S+ failed with exception .*(Max retries exceeded|[Cc]onnection)",
+            r"host='[^']*(wandb|mlflow)[^']*'.*(Max retries|[Cc]onnection|resolution)",
+            r"(Max retries exceeded|Failed to establish).*(wandb|mlflow)",
         ),
-        "Check TUNEPLANE_URL / TUNEPLANE_INGEST_URL from the training node (the address the "
-        "workers use, not the dashboard's); set TUNEPLANE_SPOOL_DIR to keep points through "
-        "an outage.",
+        "Check TUNEPLANE_URL / TUNEPLANE_INGEST_URL (or the tracker's URL: WANDB_BASE_URL, "
+        "MLFLOW_TRACKING_URI) from the training node, and its DNS; set TUNEPLANE_SPOOL_DIR "
+        "to keep points through an outage.",
+        with_context=(
+            re.compile(
+                r"socket\.gaierror|NameResolutionError|Temporary failure in name resolution|"
+                r"Name or service not known|nodename nor servname|Failed to establish a new "
+                r"connection|Connection refused|ConnectTimeout"
+            ),
+            re.compile(r"wandb|mlflow|MLFLOW_TRACKING_URI|tracking server", _I),
+        ),
     ),
+)
+
+#: Every signature at once: what a search of a whole log looks for (a line that matches
+#: none of these can make no finding, whatever its neighbours).
+SIGNATURES: Final = re.compile(
+    "|".join(
+        f"(?{'i' if p.shows.flags & re.IGNORECASE else ''}:{p.shows.pattern})" for p in PATTERNS
+    )
+    + "|"
+    + "|".join(p.with_context[0].pattern for p in PATTERNS if p.with_context is not None),
+    re.MULTILINE,
 )

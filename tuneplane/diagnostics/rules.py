@@ -4,7 +4,8 @@ first. Rules only read the evidence; none of them can change a run."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Final
 
@@ -15,7 +16,8 @@ from tuneplane.diagnostics.evidence import (
     Finding,
     LogLine,
 )
-from tuneplane.diagnostics.patterns import PATTERNS, Pattern
+from tuneplane.diagnostics.patterns import NEAR_LINES, PATTERNS, Pattern
+from tuneplane.diagnostics.precedence import ordered
 from tuneplane.diagnostics.redact import redact_text
 from tuneplane.diagnostics.tracebacks import last_traceback
 from tuneplane.diagnostics.trends import metric_findings
@@ -39,28 +41,47 @@ def _cite(line: LogLine) -> Citation:
     return Citation(line=line.index, text=line.text[:500], seq=line.seq)
 
 
-def _pattern_finding(pattern: Pattern, evidence: Evidence) -> Finding | None:
-    cited = [
-        line
-        for line in evidence.lines
-        if pattern.shows.search(line.text)
-        and not (pattern.unless is not None and pattern.unless.search(line.text))
-    ]
+def _near(pattern: Pattern, lines: Sequence[LogLine], indexes: list[int], at: int) -> bool:
+    """Whether a line within NEAR_LINES of ``lines[at]`` matches the pattern's context."""
+    assert pattern.with_context is not None
+    index = lines[at].index
+    start = bisect_left(indexes, index - NEAR_LINES)
+    end = bisect_left(indexes, index + NEAR_LINES + 1)
+    return any(pattern.with_context[1].search(lines[i].text) for i in range(start, end))
+
+
+def _shows(pattern: Pattern, lines: Sequence[LogLine], indexes: list[int], at: int) -> bool:
+    text = lines[at].text
+    if pattern.unless is not None and pattern.unless.search(text):
+        return False
+    if pattern.shows.search(text):
+        return True
+    context = pattern.with_context
+    return (
+        context is not None and bool(context[0].search(text)) and _near(pattern, lines, indexes, at)
+    )
+
+
+def _pattern_finding(pattern: Pattern, evidence: Evidence, indexes: list[int]) -> Finding | None:
+    lines = evidence.lines
+    cited = [lines[at] for at in range(len(lines)) if _shows(pattern, lines, indexes, at)]
     if not cited:
         return None
     more = f" (and {len(cited) - 1} more lines)" if len(cited) > 1 else ""
+    where = f" (line {cited[0].index})" if evidence.extent is not None else ""
     return Finding(
         pattern.code,
         pattern.title,
         pattern.confidence,
-        f"{shorten(cited[0].text.strip())}{more}",
+        f"{shorten(cited[0].text.strip())}{where}{more}",
         pattern.next_action,
         tuple(_cite(line) for line in cited[:MAX_CITED_LINES]),
     )
 
 
 def _exception_finding(evidence: Evidence) -> Finding | None:
-    parsed = last_traceback(evidence.lines)
+    tail = [line for line in evidence.lines if line.index >= evidence.tail_from]
+    parsed = last_traceback(tail)
     if parsed is None:
         return None
     frame = parsed.user_frame
@@ -128,29 +149,89 @@ def _transport_findings(evidence: Evidence) -> Iterator[Finding]:
         )
 
 
+def _signal_of(code: int) -> str | None:
+    number = -code if code < 0 else code - 128 if 128 < code < 160 else None
+    try:
+        return None if number is None else signal.Signals(number).name
+    except ValueError:
+        return None
+
+
+def _exit_status(evidence: Evidence) -> Finding | None:
+    """What is known when no rule recognised the failure: the exit code and the last line
+    of stderr (else of stdout), cited."""
+    code = evidence.exit_code
+    if code is None or code == 0:
+        return None
+    last = next((line for line in reversed(evidence.lines) if line.stream == "stderr"), None)
+    if last is None and evidence.lines:
+        last = evidence.lines[-1]
+    name = _signal_of(code)
+    said = [f"exit code {code}" + (f" (killed by {name})" if name else "")]
+    if last is not None:
+        said.append(f"its last {last.stream} line: {shorten(last.text.strip())}")
+    else:
+        said.append("the job wrote no output the server received")
+    return Finding(
+        "exit_status",
+        f"No rule recognised the failure: the job exited with code {code}",
+        "possible",
+        "; ".join(said),
+        "Read the end of the log in the Logs tab; the cited line is the last thing the job "
+        "wrote to " + (last.stream if last is not None else "its output") + ".",
+        () if last is None else (_cite(last),),
+    )
+
+
+def _extent_note(evidence: Evidence) -> Finding | None:
+    extent = evidence.extent
+    if extent is None or not extent.cut:
+        return None
+    said = []
+    if extent.searched < extent.stored:
+        unread = extent.stored - extent.searched
+        said.append(
+            f"the log holds {extent.stored:,} lines and the search read the last "
+            f"{extent.searched:,} (from line {unread:,}): the first {unread:,} were not read"
+            + (f" ({extent.stopped})" if extent.stopped else "")
+        )
+    if extent.missing:
+        said.append(f"{extent.missing:,} lines the job printed never reached the server")
+    return Finding(
+        "log_cut",
+        "The diagnosis did not read the whole log",
+        "certain",
+        "; ".join(said),
+        "The findings rest on what was read: look at the unread part in the Logs tab.",
+    )
+
+
 def diagnose(evidence: Evidence) -> list[Finding]:
-    """Every finding, one per code (the surest kept), ordered by confidence."""
+    """Every finding, one per code (the surest kept), the one that explains the others
+    first (see ``precedence``)."""
+    indexes = [line.index for line in evidence.lines]
     found: list[Finding] = []
     for pattern in PATTERNS:
-        finding = _pattern_finding(pattern, evidence)
+        finding = _pattern_finding(pattern, evidence, indexes)
         if finding is not None:
             found.append(finding)
     found += metric_findings(evidence.series)
     found += _exit_findings(evidence)
     found += _transport_findings(evidence)
-    exception = _exception_finding(evidence)
     best: dict[str, Finding] = {}
     for finding in found:
         kept = best.get(finding.code)
         if kept is None or CONFIDENCE_ORDER[finding.confidence] < CONFIDENCE_ORDER[kept.confidence]:
             best[finding.code] = finding
-    if "time_limit" in best:
-        best.pop("preempted", None)  # the SIGTERM came from the time limit
-    ordered = sorted(best.values(), key=lambda f: CONFIDENCE_ORDER[f.confidence])
-    # The exception comes after what explains it: it says where, the others say why.
-    found = ordered + ([exception] if exception is not None else [])
+    exception = _exception_finding(evidence)
+    result = ordered(list(best.values()), exception)
+    if not result:
+        fallback = _exit_status(evidence)
+        result = [] if fallback is None else [fallback]
+    note = _extent_note(evidence)
+    result += [] if note is None else [note]
     # What a diagnosis stores and shows quotes the log: never a secret it held.
-    return [_redacted(finding) for finding in found]
+    return [_redacted(finding) for finding in result]
 
 
 def _redacted(finding: Finding) -> Finding:
