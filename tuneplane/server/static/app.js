@@ -3,6 +3,7 @@
 import { debug } from "./lib/debug.js";
 import { empty, mount } from "./lib/dom.js";
 import { here } from "./lib/root.js";
+import { themeToggle } from "./lib/theme.js";
 import { accessPage } from "./pages/access.js";
 import { alertsPage } from "./pages/alerts.js";
 import { accountPage, sharedPage, showSession, signInPage, welcomePage } from "./pages/account.js";
@@ -40,6 +41,7 @@ async function route() {
   mount(empty("No such page.", "Start from the list of projects."));
 }
 
+document.querySelector(".top-links")?.append(themeToggle());
 showSession();
 route()
   .catch((error) => {

@@ -94,12 +94,15 @@ function logLabels(u, splits, axisIdx) {
 }
 
 /**
- * What an axis shows, for the browser tests: its size, tick and gap (CSS pixels), its font
- * and each label with its position along the axis.
+ * What an axis shows, for the browser tests: its size, tick and gap (CSS pixels), its font,
+ * text and grid colours, and each label with its position along the axis.
  */
 export function axesShown(u) {
-  return u.axes.map((axis) => ({
+  const color = (stroke, i) => (typeof stroke === "function" ? stroke(u, i) : stroke);
+  return u.axes.map((axis, i) => ({
     side: axis.side,
+    stroke: color(axis.stroke, i),
+    grid: color(axis.grid.stroke, i),
     size: axis._size,
     tick: axis.ticks.show ? axis.ticks.size : 0,
     gap: axis.gap,

@@ -5,6 +5,7 @@
 import * as api from "../lib/api.js";
 import { debug } from "../lib/debug.js";
 import { h, perFrame } from "../lib/dom.js";
+import { THEME_EVENT } from "../lib/theme.js";
 import { roundZoom } from "../lib/url.js";
 import { Chart } from "./chart.js";
 import { groupMetrics } from "./order.js";
@@ -57,6 +58,11 @@ export class Board {
       for (const slot of this.slots.values()) slot.chart?.resize();
     });
     this.resizer.observe(this.el);
+    // A new theme: every chart drawn again in its colours.
+    this.onTheme = () => {
+      for (const slot of this.slots.values()) if (slot.loaded) this.drawSlot(slot);
+    };
+    window.addEventListener(THEME_EVENT, this.onTheme);
   }
 
   /** Fetch every run's metric summaries and lay out the charts. */
@@ -523,6 +529,7 @@ export class Board {
   }
 
   destroy() {
+    window.removeEventListener(THEME_EVENT, this.onTheme);
     this.observer.disconnect();
     this.resizer.disconnect();
     for (const slot of this.slots.values()) slot.chart?.destroy();

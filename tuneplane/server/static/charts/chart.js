@@ -10,7 +10,7 @@ import { axesDrawn, chartDrawn } from "../lib/debug.js";
 import { h, morph } from "../lib/dom.js";
 import { fileName, saveBlob } from "../lib/download.js";
 import { fmtInt, fmtStep } from "../lib/format.js";
-import { chartColors } from "../lib/theme.js";
+import { chartColors, theme } from "../lib/theme.js";
 import { axes, axesShown } from "./axes.js";
 import { PlotLayer } from "./layer.js";
 import { Legend } from "./legend.js";
@@ -101,7 +101,7 @@ export class Chart {
       tables.push([[...new Set(marked)].sort((a, b) => a - b)]);
     }
     // What uPlot's options depend on (its scales and axes): anything else it is only told.
-    const signature = `${view.x} ${view.log}`;
+    const signature = `${view.x} ${view.log} ${theme()}`;
     const y = [Math.min(...parts.map((p) => p.y[0])), Math.max(...parts.map((p) => p.y[1]))];
     const marks = JSON.stringify(this.marks);
     // A live point that moves nothing on screen by a quarter pixel or more (a point folded
@@ -269,6 +269,7 @@ export class Chart {
   }
 
   options(view) {
+    this.colors = chartColors();
     // The bands are not uPlot's data: the y range is taken from every value drawn.
     const yRange = () => {
       const [lo, hi] = this.drawn?.y ?? [];
@@ -285,7 +286,7 @@ export class Chart {
         x: { time: view.x === "time" },
         y: view.log ? { distr: 3, log: 10, range: yRange } : { range: yRange },
       },
-      axes: axes(view, chartColors()),
+      axes: axes(view, this.colors),
       cursor: {
         sync: { key: "tuneplane", setSeries: false },
         drag: { x: true, y: false, setScale: false },
@@ -390,6 +391,7 @@ export class Chart {
       x: { min: x.min, max: x.max },
       y: { min: y.min, max: y.max, log },
       updates,
+      background: this.colors.background,
       bands: this.drawn.bands,
       lines: this.drawn.lines,
       marks: this.marks.map((mark) => ({ ...mark, xs: Float64Array.from(mark.xs, (v) => v ?? NaN) })),
@@ -433,9 +435,10 @@ export class Chart {
     canvas.width = source.width;
     canvas.height = source.height + line * (1.5 + this.entries.length);
     const ctx = canvas.getContext("2d");
-    ctx.fillStyle = "#fff";
+    const colors = chartColors();
+    ctx.fillStyle = colors.background;
     ctx.fillRect(0, 0, canvas.width, canvas.height);
-    ctx.fillStyle = "#222";
+    ctx.fillStyle = colors.text;
     ctx.font = `bold ${13 * ratio}px system-ui, sans-serif`;
     ctx.fillText(this.metric, 8 * ratio, line);
     ctx.drawImage(source, 0, line * 1.5);
@@ -445,7 +448,7 @@ export class Chart {
       const y = source.height + line * (1.5 + i + 0.8);
       ctx.fillStyle = entry.run.color;
       ctx.fillRect(8 * ratio, y - 9 * ratio, 10 * ratio, 10 * ratio);
-      ctx.fillStyle = "#222";
+      ctx.fillStyle = colors.text;
       ctx.fillText(entry.run.label, 24 * ratio, y);
     });
     const run = this.entries.length === 1 ? this.entries[0].run.label : "compare";

@@ -8,7 +8,7 @@
 // rows that changed: a live point sends a row or two per run, not every run's every value.
 //
 // A frame: {width, height, ratio (device pixels per CSS pixel), x: {min, max}, y: {min, max,
-// log}, updates: [{table, length, from, columns: rows from..length-1 of each}], bands:
+// log}, background (the dots' fill), updates: [{table, length, from, columns: rows from..length-1 of each}], bands:
 // [{table, fill}] (columns 1 and 2 are the minima and maxima), lines: [{table, column,
 // stroke, width}], marks: [{color, xs, kinds}]}. Values are Float64Arrays, NaN for a gap.
 
@@ -57,7 +57,7 @@ export function paint(ctx, frame, tables) {
     ctx.strokeStyle = line.stroke;
     ctx.lineWidth = line.width * ratio;
     ctx.stroke(path(xs, ys, length, place));
-    if (sparse(xs, length, line.width, place, ratio)) dots(ctx, xs, ys, length, line, place, ratio);
+    if (sparse(xs, length, line.width, place, ratio)) dots(ctx, xs, ys, length, line, place, ratio, frame.background);
   }
   marks(ctx, frame.marks, place.x, width, height, ratio);
 }
@@ -106,7 +106,7 @@ function dotSize(width) {
   return 3 + Math.max(1, width) * 2;
 }
 
-function dots(ctx, xs, ys, length, { stroke, width }, place, ratio) {
+function dots(ctx, xs, ys, length, { stroke, width }, place, ratio, background) {
   const radius = (dotSize(width) * ratio) / 2;
   const all = new Path2D();
   for (let i = 0; i < length; i++) {
@@ -116,7 +116,7 @@ function dots(ctx, xs, ys, length, { stroke, width }, place, ratio) {
     all.moveTo(px + radius, py);
     all.arc(px, py, radius, 0, 2 * Math.PI);
   }
-  ctx.fillStyle = "#fff";
+  ctx.fillStyle = background;
   ctx.fill(all);
   ctx.strokeStyle = stroke;
   ctx.lineWidth = Math.max(1, radius * 0.4);

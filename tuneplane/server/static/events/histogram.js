@@ -4,11 +4,15 @@
 // Canvas text is drawn with fillText, which never interprets markup.
 
 import { fmtNum, fmtStep } from "../lib/format.js";
+import { resolve, theme } from "../lib/theme.js";
 
-const INK = "#1d2330";
-const MUTED = "#6b7280";
-const BAR = "#1f5fbf";
-const GRID = "#e3e6eb";
+/** The page's colours in the theme shown (app.css), read when a canvas is drawn. */
+const colors = () => ({
+  ink: resolve("--fg"),
+  muted: resolve("--muted"),
+  bar: resolve("--accent"),
+  grid: resolve("--line"),
+});
 const FONT = "11px system-ui, sans-serif";
 
 export function bucketLabels(bounds) {
@@ -48,10 +52,11 @@ export function drawHistogram({ ctx, width, height }, bounds, counts) {
   const { left, top, plotW, plotH } = frame(width, height, { left: 44, top: 16, bottom: 40 });
   const max = Math.max(1, ...counts);
   const slot = plotW / counts.length;
+  const { ink, muted, bar, grid } = colors();
   ctx.clearRect(0, 0, width, height);
   ctx.font = FONT;
-  ctx.strokeStyle = GRID;
-  ctx.fillStyle = MUTED;
+  ctx.strokeStyle = grid;
+  ctx.fillStyle = muted;
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
   for (const tick of [0, 0.5, 1]) {
@@ -66,27 +71,29 @@ export function drawHistogram({ ctx, width, height }, bounds, counts) {
   counts.forEach((count, i) => {
     const x = left + i * slot;
     const barH = (count / max) * plotH;
-    ctx.fillStyle = BAR;
+    ctx.fillStyle = bar;
     ctx.fillRect(x + Math.min(2, slot * 0.1), top + plotH - barH, Math.max(1, slot - 2 * Math.min(2, slot * 0.1)), barH);
     ctx.textAlign = "center";
     if (slot >= 18) {
-      ctx.fillStyle = INK;
+      ctx.fillStyle = ink;
       ctx.textBaseline = "bottom";
       ctx.fillText(String(count), x + slot / 2, top + plotH - barH - 2);
     }
     if (i % every === 0) {
-      ctx.fillStyle = MUTED;
+      ctx.fillStyle = muted;
       ctx.textBaseline = "top";
       ctx.fillText(labels[i], x + slot / 2, top + plotH + 6);
     }
   });
 }
 
-/** White → blue by the share of a step's counts in each bucket. */
-function shade(share) {
+/** The panel's colour → blue by the share of a step's counts in each bucket. */
+function shade(share, dark) {
   const t = Math.sqrt(share);
   const mix = (a, b) => Math.round(a + (b - a) * t);
-  return `rgb(${mix(246, 20)}, ${mix(248, 70)}, ${mix(251, 160)})`;
+  return dark
+    ? `rgb(${mix(24, 110)}, ${mix(30, 162)}, ${mix(40, 240)})`
+    : `rgb(${mix(246, 20)}, ${mix(248, 70)}, ${mix(251, 160)})`;
 }
 
 /**
@@ -100,16 +107,17 @@ export function drawHeatmap({ ctx, width, height }, bounds, snapshots) {
   const rows = labels.length;
   const cellW = plotW / snapshots.length;
   const cellH = plotH / rows;
+  const dark = theme() === "dark";
   ctx.clearRect(0, 0, width, height);
   snapshots.forEach((snap, col) => {
     const total = snap.counts.reduce((a, b) => a + b, 0);
     snap.counts.forEach((count, row) => {
-      ctx.fillStyle = shade(total ? count / total : 0);
+      ctx.fillStyle = shade(total ? count / total : 0, dark);
       ctx.fillRect(left + col * cellW, top + (rows - 1 - row) * cellH, Math.ceil(cellW), Math.ceil(cellH));
     });
   });
   ctx.font = FONT;
-  ctx.fillStyle = MUTED;
+  ctx.fillStyle = colors().muted;
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
   const everyRow = labelStep(rows, plotH, 14);
