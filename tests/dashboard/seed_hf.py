@@ -100,7 +100,7 @@ def seed_hf_run(
         post_scalars(base, token, {"series": series_of("train", part)})
     post_scalars(base, token, {"series": series_of("eval", evals)})
     auth = {"Authorization": f"Bearer {token}"}
-    sent = STEPS * (len(train[1]) + 1) + len(evals) * len(evals[EVAL_EVERY])
+    sent = STEPS * len(train[1]) + len(evals) * len(evals[EVAL_EVERY])
     beat = {**HEARTBEAT, "queued": sent, "sent": sent, "interval": heartbeat_interval}
     for path, payload in (
         ("heartbeat", beat),

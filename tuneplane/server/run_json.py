@@ -8,18 +8,24 @@ from tuneplane.contract.limits import HEARTBEAT_INTERVAL_SECONDS, HEARTBEAT_STAL
 from tuneplane.contract.protocol import (
     EVENT_HEALTH_COUNTERS,
     HEALTH_COUNTERS,
+    TERMINAL_STATUSES,
     TRAJECTORY_HEALTH_COUNTERS,
 )
 from tuneplane.store.catalog import RunRow
 
 
 def transport(
-    health: dict[str, float] | None, health_at: float | None, now: float
+    health: dict[str, float] | None,
+    health_at: float | None,
+    now: float,
+    status: str | None = None,
 ) -> dict[str, object]:
     """``ok``, ``lossy`` (points, observation events or trajectories were dropped) or
-    ``unknown``. No heartbeat, or none for a few intervals, is unknown: it never means the
-    run stopped. Failed sends that a retry made good are counted but lose nothing; neither
-    do trajectories the retention caps left out."""
+    ``unknown``. No heartbeat, or none for a few intervals while the run is running, is
+    unknown: it never means the run stopped. A finished run (succeeded, failed, cancelled)
+    sends no more heartbeats, so it keeps the state of its last one however old. Failed
+    sends that a retry made good are counted but lose nothing; neither do trajectories the
+    retention caps left out."""
     if health is None or health_at is None:
         return {"state": "unknown", "reason": "no heartbeat received", "heartbeat_at": None}
     counters = {key: health.get(key) for key in (*HEALTH_COUNTERS, "queue_capacity")}
@@ -29,7 +35,7 @@ def transport(
     )
     interval = float(health.get("interval", HEARTBEAT_INTERVAL_SECONDS))
     age = now - health_at
-    if age > HEARTBEAT_STALE_INTERVALS * interval:
+    if status not in TERMINAL_STATUSES and age > HEARTBEAT_STALE_INTERVALS * interval:
         return {
             "state": "unknown",
             "reason": f"last heartbeat {age:.0f} s ago",
@@ -61,5 +67,7 @@ def run_json(project: str, row: RunRow, now: float | None = None) -> dict[str, o
         "exit_code": row.exit_code,
         "attempt": row.attempt_count or None,
         "last_observation_id": row.last_observation_id,
-        "transport": transport(row.health, row.health_at, time.time() if now is None else now),
+        "transport": transport(
+            row.health, row.health_at, time.time() if now is None else now, row.status
+        ),
     }
