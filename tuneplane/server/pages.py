@@ -12,16 +12,19 @@ import gzip
 import hashlib
 import html
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Final
+from urllib.parse import quote
 
 from fastapi import APIRouter
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from tuneplane.contract.ids import display_name_problem, id_for_name
 from tuneplane.server.prefix import root_of
 
 STATIC_DIR: Final = Path(__file__).parent / "static"
@@ -186,8 +189,29 @@ def api_docs_page(request: Request) -> Response:
 
 @router.get("/")
 def projects_page(request: Request) -> Response:
-    """Projects, with their run counts."""
+    """Projects, with their run counts; Trackio's dashboard addresses go where they mean."""
+    target = trackio_target(request.query_params)
+    if target is not None:
+        return RedirectResponse(root_of(request) + target, status_code=302)
     return _page(request)
+
+
+def trackio_target(params: Mapping[str, str]) -> str | None:
+    """Where a Trackio dashboard address (as the Arena's submissions page links runs) goes:
+    ``/?project=<p>&runs=<r1>,<r2>`` (``run_ids=`` and ``selected_project=`` are its other
+    spellings) opens the project, the run or their comparison. The names are Trackio's, so
+    they are mapped to IDs as every path maps names (contract.ids.id_for_name)."""
+    project = params.get("project") or params.get("selected_project")
+    if not project or display_name_problem(project):
+        return None
+    listed = (params.get("runs") or params.get("run_ids") or "").split(",")
+    runs = list(dict.fromkeys(id_for_name(r.strip()) for r in listed if r.strip()))
+    p = quote(id_for_name(project, fallback="project"), safe="")
+    if not runs:
+        return f"/projects/{p}"
+    if len(runs) == 1:
+        return f"/projects/{p}/runs/{quote(runs[0], safe='')}"
+    return f"/compare?project={p}&runs={','.join(runs)}"
 
 
 @router.get("/projects/{project}")

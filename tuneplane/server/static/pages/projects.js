@@ -4,15 +4,11 @@
 import * as api from "../lib/api.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { fmtAgo, fmtInt, fmtTime } from "../lib/format.js";
-import { address } from "../lib/root.js";
 import { REFRESH_MS } from "./runs.js";
 
+// Trackio's dashboard addresses (/?project=…&runs=…) are sent on by the server
+// (server/pages.py's trackio_target), which maps their names to IDs.
 export async function projectsPage() {
-  const target = trackioTarget(new URLSearchParams(location.search));
-  if (target) {
-    location.replace(address(target));
-    return;
-  }
   crumbs([]);
   const body = h("tbody");
   let shown = null; // whether the table (true) or the empty message (false) is mounted
@@ -35,20 +31,6 @@ export async function projectsPage() {
       // keep the last table; the next tick tries again
     }
   }, REFRESH_MS);
-}
-
-// Trackio's dashboard addresses, as the Arena's submissions page links runs:
-// /?project=<p>&runs=<r1>,<r2> (run names; run_ids= and selected_project= are its other
-// spellings, and a Trackio run's id here is its name) open that run, or their comparison.
-export function trackioTarget(params) {
-  const project = params.get("project") || params.get("selected_project");
-  if (!project) return null;
-  const listed = params.get("runs") || params.get("run_ids") || "";
-  const runs = [...new Set(listed.split(",").map((r) => r.trim()).filter(Boolean))];
-  const p = encodeURIComponent(project);
-  if (runs.length === 0) return `/projects/${p}`;
-  if (runs.length === 1) return `/projects/${p}/runs/${encodeURIComponent(runs[0])}`;
-  return `/compare?project=${p}&runs=${runs.map(encodeURIComponent).join(",")}`;
 }
 
 function noProjects() {
