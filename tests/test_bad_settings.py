@@ -32,6 +32,7 @@ DATABASES = "must be sqlite:///PATH or postgresql://user@host/db"
 PROXIES = "must be IP addresses or networks such as 127.0.0.1 or 10.0.0.0/8, comma-separated"
 SHARED_SECRET = "(value hidden): must be a shared secret (printable ASCII without spaces)"
 NOT_REPORTED = "; metrics and events are not reported"
+MODES = "must be online or offline"
 ISSUERS = (
     "must be an https:// URL (http:// only on a loopback address) without query or fragment, "
     "such as https://accounts.google.com"
@@ -125,6 +126,30 @@ SERVE_CASES = [
             "greater than 0 and at most 86400",
         )
         for raw in ("0", "never")
+    ],
+    *[
+        (
+            "TUNEPLANE_RECIPES_DIR",
+            raw,
+            f"TUNEPLANE_RECIPES_DIR={raw!r}: must be the absolute path of an existing directory",
+        )
+        for raw in ("recipes", "/no/such/directory", A_FILE)
+    ],
+    *[
+        (
+            "TUNEPLANE_LAUNCH_MAX_JOBS",
+            raw,
+            f"TUNEPLANE_LAUNCH_MAX_JOBS={raw!r}: must be a whole number of jobs from 1 to 100000",
+        )
+        for raw in ("0", "many", "2.5")
+    ],
+    *[
+        (
+            "TUNEPLANE_LAUNCH_MAX_GPUS",
+            raw,
+            f"TUNEPLANE_LAUNCH_MAX_GPUS={raw!r}: must be a whole number of GPUs from 0 to 1024",
+        )
+        for raw in ("-1", "1025", "all")
     ],
     *[
         (
@@ -389,6 +414,10 @@ RUN_CASES = [
         for raw in ("0", "-1", "1e3", "1048577")
     ],
     *[
+        ("TUNEPLANE_MODE", raw, f"TUNEPLANE_MODE={raw!r}: {MODES}")
+        for raw in ("Offline", "disabled")
+    ],
+    *[
         (
             "TUNEPLANE_SYSTEM_METRICS_SECONDS",
             raw,
@@ -501,6 +530,13 @@ SDK_CASES = [
         f"TUNEPLANE_SPOOL_DIR='{A_FILE}': must be a directory, not a file",
     ),
     ("TUNEPLANE_SPOOL_MAX_MB", "a gig", f"TUNEPLANE_SPOOL_MAX_MB='a gig': {MEGABYTES}"),
+    ("TUNEPLANE_MODE", "sometimes", f"TUNEPLANE_MODE='sometimes': {MODES}"),
+    (
+        "TUNEPLANE_JOB_OFFLINE",
+        "offline-not/a/key",
+        "TUNEPLANE_JOB_OFFLINE='offline-not/a/key': must be offline- and 1-64 ASCII letters "
+        "or digits",
+    ),
     (
         "TUNEPLANE_SYSTEM_METRICS_SECONDS",
         "nan",

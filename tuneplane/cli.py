@@ -840,7 +840,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: What ``pip install 'tuneplane[server]'`` adds to the SDK's light install.
 SERVER_PACKAGES = frozenset({"fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic",
-                             "argon2", "authlib", "httpx2"})  # fmt: skip
+                             "argon2", "authlib", "httpx2", "jsonschema"})  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,6 +29,8 @@ PATH_VALUES: Final = {
     "link_id": "1",
     "key_id": "1",
     "login": "outsider",
+    "recipe": "none",
+    "job_id": "1",
 }
 QUERY_VALUES: Final = {
     "runs": "r1",

@@ -198,6 +198,10 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("POST", _RUN + "/shares"): Rule("share-run"),
     ("GET", _API + "/shares"): Rule("share-run"),
     ("DELETE", _API + "/shares/{link_id}"): Rule("share-run"),
+    # Launch recipes: any signed-in caller (the route refuses anonymous ones: recipes name
+    # the server's paths). Previews, launches and their jobs: editors and owners.
+    ("GET", "/api/v1/recipes"): Rule("view-instance"),
+    ("GET", "/api/v1/recipes/{recipe}"): Rule("view-instance"),
 }
 
 

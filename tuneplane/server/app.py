@@ -19,6 +19,7 @@ from starlette.responses import Response
 from tuneplane import __version__
 from tuneplane.blobs import open_blob_store
 from tuneplane.contract.errors import TuneplaneError
+from tuneplane.launch.recipes import load_recipes
 from tuneplane.server import (
     alert_checker,
     alert_rules,
@@ -26,6 +27,7 @@ from tuneplane.server import (
     evaluation,
     ingest,
     keys,
+    launch,
     logs,
     oidc,
     pages,
@@ -173,6 +175,7 @@ def _include_routers(app: FastAPI) -> None:
         signin.router,
         keys.router,
         project_access.router,
+        launch.router,
         oidc.router,
         trackio.router,
         pages.router,
@@ -197,7 +200,9 @@ def _add_probes(app: FastAPI, opened: Database) -> None:
 
 def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     """Build the app. The database is opened (and migrated) now, so a locked or unreachable
-    database fails here rather than on the first request; the app closes it on shutdown."""
+    database fails here rather than on the first request; the app closes it on shutdown.
+    Recipes are read first: a problem in one is a :class:`SettingError`, as a bad setting."""
+    recipes = load_recipes(settings.recipes_dir)
     if database is None:
         database = Database(settings.database_url)
         database.migrate()
@@ -231,6 +236,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         live=live,
         blobs=open_blob_store(settings.blob_url, settings.data_dir),
         first_admin=FirstAdmin(_first_admin_token(database)),
+        recipes=recipes,
     )
     _add_error_handlers(app)
     app.router.routes.append(ingest.route)

@@ -21,6 +21,11 @@ from tuneplane.contract.datadir import (
     TRACKIO_DIR,
     resolve_data_dir,
 )
+from tuneplane.contract.launch import (
+    GPUS_MAX,
+    LAUNCH_MAX_GPUS_DEFAULT,
+    LAUNCH_MAX_JOBS_DEFAULT,
+)
 from tuneplane.contract.limits import (
     BODY_TIMEOUT_SECONDS_DEFAULT,
     BODY_TIMEOUT_SECONDS_MAX,
@@ -35,6 +40,7 @@ from tuneplane.contract.settings import (
     Reader,
     Setting,
     credential,
+    integer,
     number,
 )
 
@@ -302,6 +308,35 @@ LOST_HEARTBEAT: Final = Setting(
     default_text=f"{LOST_HEARTBEAT_SECONDS_DEFAULT:g}",
 )
 
+def _directory(raw: str) -> Path | None:
+    path = Path(raw)
+    return path.resolve() if path.is_absolute() and path.is_dir() else None
+
+
+RECIPES_DIR: Final = Setting(
+    "TUNEPLANE_RECIPES_DIR",
+    rules.Rule("must be the absolute path of an existing directory", _directory),
+    None,
+    "The directory of launch recipes (*.toml or *.json, docs/launch.md), read at start: a "
+    "recipe with a problem stops the server with one line per problem. Unset: no recipes, "
+    "nothing can be launched.",
+)
+LAUNCH_MAX_JOBS: Final = Setting(
+    "TUNEPLANE_LAUNCH_MAX_JOBS",
+    integer(1, 100_000, "jobs"),
+    LAUNCH_MAX_JOBS_DEFAULT,
+    "Jobs launched through the server that may be pending or running in one project at "
+    "once; a submission beyond it is refused (429).",
+)
+LAUNCH_MAX_GPUS: Final = Setting(
+    "TUNEPLANE_LAUNCH_MAX_GPUS",
+    integer(0, GPUS_MAX, "GPUs"),
+    LAUNCH_MAX_GPUS_DEFAULT,
+    "GPUs the pending and running launched jobs of one project may ask for together; a "
+    "submission beyond it is refused (429).",
+)
+
+
 OIDC_ISSUER: Final = Setting(
     "TUNEPLANE_OIDC_ISSUER",
     rules.Rule(
@@ -402,6 +437,9 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     DIAGNOSIS_MODEL,
     DIAGNOSIS_KEY,
     LOST_HEARTBEAT,
+    RECIPES_DIR,
+    LAUNCH_MAX_JOBS,
+    LAUNCH_MAX_GPUS,
     *_OIDC_SETTINGS,
 )
 
@@ -452,6 +490,10 @@ class Settings:
     diagnosis: DiagnosisSettings | None = None
     lost_heartbeat: float = LOST_HEARTBEAT_SECONDS_DEFAULT
     trusted_proxies: tuple[ProxyNetwork, ...] = ()
+    #: Launch recipes (launch/recipes.py) and the admission policy of launched jobs.
+    recipes_dir: Path | None = None
+    launch_max_jobs: int = LAUNCH_MAX_JOBS_DEFAULT
+    launch_max_gpus: int = LAUNCH_MAX_GPUS_DEFAULT
 
     @classmethod
     def from_env(
@@ -493,6 +535,9 @@ class Settings:
             diagnosis=_diagnosis(reader),
             lost_heartbeat=reader.read(LOST_HEARTBEAT),
             trusted_proxies=reader.get(TRUSTED_PROXIES) or (),
+            recipes_dir=reader.get(RECIPES_DIR),
+            launch_max_jobs=reader.read(LAUNCH_MAX_JOBS),
+            launch_max_gpus=reader.read(LAUNCH_MAX_GPUS),
         )
         reader.done()
         return settings

@@ -10,6 +10,7 @@ from typing import Any
 from starlette.requests import HTTPConnection
 
 from tuneplane.blobs import BlobStore
+from tuneplane.launch.recipes import Recipe
 from tuneplane.server.alerting import AlertEngine
 from tuneplane.server.live import LiveHub
 from tuneplane.server.outbound import OutboundPolicy
@@ -62,6 +63,8 @@ class AppState:
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     #: Set by a deletion of a run or project: the purger (server/purger.py) starts at once.
     purge_wanted: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Launch recipes by name, read from TUNEPLANE_RECIPES_DIR at start.
+    recipes: dict[str, Recipe] = field(default_factory=dict)
 
 
 def app_state(connection: HTTPConnection) -> AppState:
