@@ -205,3 +205,43 @@ def test_who_may_write_and_read_with_which_key(world: World) -> None:
     assert summary.json()["data"]["last_step"] is None
     viewer = call(client, "get_runs_for_project", key_of(world, "viewer"), project=SECRET_PROJECT)
     assert [r["name"] for r in viewer.json()["data"]] == ["r1", "r2"]
+
+
+def _status(client: TestClient, run: str) -> str | None:
+    status: str | None = client.get(f"/api/v1/projects/tk/runs/{run}").json()["status"]
+    return status
+
+
+def test_a_trackio_run_says_its_end_is_unknown_and_a_reported_status_wins(admin: Admin) -> None:
+    """No Trackio release tells its server that a run finished, so a run it writes is
+    ``unknown``: not ``running`` forever, not a status nobody reported. A status an SDK
+    attempt reports is the run's, whichever came first."""
+    client, token = admin
+    assert call(client, "bulk_log", token, logs=[entry("tk", "r", 0, "a0", x=1)]).status_code == 200
+    alert = {"project": "tk", "run": "only-alerts", "title": "t", "level": "warn", "step": 0}
+    assert call(client, "bulk_alert", token, alerts=[{**alert, "alert_id": "al"}]).is_success
+    assert (_status(client, "r"), _status(client, "only-alerts")) == ("unknown", "unknown")
+    found = client.get("/api/v1/projects/tk/runs", params={"q": "status=unknown"}).json()
+    assert sorted(r["run"] for r in found) == ["only-alerts", "r"]
+
+    assert client.post("/api/v1/projects/tk/runs", json={"run": "sdk"}).status_code == 201
+    ingest = {"Authorization": f"Bearer {start(client, 'sdk')}"}
+    assert client.post(
+        "/api/v1/ingest/status", json={"status": "running"}, headers=ingest
+    ).is_success
+    assert call(client, "bulk_log", token, logs=[entry("tk", "sdk", 5, "b0", x=1)]).is_success
+    assert _status(client, "sdk") == "running"
+    # An SDK attempt that resumes the Trackio run reports its own status.
+    ingest = {"Authorization": f"Bearer {start(client, 'r')}"}
+    done = {"status": "succeeded", "exit_code": 0}
+    assert client.post("/api/v1/ingest/status", json=done, headers=ingest).is_success
+    assert call(client, "bulk_log", token, logs=[entry("tk", "r", 1, "a1", x=1)]).is_success
+    assert _status(client, "r") == "succeeded"
+
+
+def start(client: TestClient, run: str) -> str:
+    """A new attempt of the run; its ingest token."""
+    answer = client.post(f"/api/v1/projects/tk/runs/{run}/attempts")
+    assert answer.status_code == 201, answer.text
+    token: str = answer.json()["token"]
+    return token

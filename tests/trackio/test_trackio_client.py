@@ -168,6 +168,44 @@ def test_nan_and_infinities_are_invalid_points_that_fire_the_default_rule(
     assert [a["step"] for a in alerts if "NaN" in a["title"]] == [2], alerts
 
 
+#: Every call a Trackio client makes while a run logs metrics, system metrics and an alert
+#: and finishes: none says that the run ended.
+RUN_CALLS = {
+    b"GET /version", b"POST /api/get_runs_for_project", b"POST /api/get_run_summary",
+    b"POST /api/bulk_log", b"POST /api/bulk_log_system", b"POST /api/bulk_alert",
+}  # fmt: skip
+
+
+def test_a_finished_run_says_its_end_is_unknown_and_awaits_no_heartbeat(
+    server: Server, tmp_path: Path, release: str
+) -> None:
+    """``trackio.finish()`` only sends what is still queued: no call tells the server that
+    the run ended, or that it still lives. So the run is ``unknown`` (never a ``running``
+    that nothing will end), and has no heartbeat for the default rule to find stale."""
+    project = f"tk-{uuid.uuid4().hex[:8]}"
+    calls: set[bytes] = set()
+
+    def fate(request: bytes) -> Fate:
+        calls.add(b" ".join(request.split(b" ", 2)[:2]).partition(b"?")[0])
+        return "pass"
+
+    with proxy(server.base, fate) as url:
+        done = trackio_run(
+            url, server.key, tmp_path, release, project=project, name="r", steps=3, system=True,
+            alert=True,
+        )  # fmt: skip
+    assert "could not" not in done["stderr"], done["stderr"]
+    assert b"POST /api/bulk_log" in calls
+    assert calls <= RUN_CALLS, calls - RUN_CALLS
+    run = server.get(f"/api/v1/projects/{project}/runs/r")
+    assert (run["status"], run["exit_code"], run["last_step"]) == ("unknown", None, 2)
+    assert run["transport"]["heartbeat_at"] is None
+    rules = server.get(f"/api/v1/projects/{project}/alert-rules")["rules"]
+    assert [r["open_episodes"] for r in rules if r["kind"] == "heartbeat"] == [0]
+    alerts = server.get(f"/api/v1/projects/{project}/runs/r/alerts")
+    assert [a["title"] for a in alerts] == ["loss spiked"]
+
+
 def _log_ids(request: bytes) -> list[str]:
     return re.findall(rb'"log_id":\s*"([0-9a-f]+)"', request)  # type: ignore[return-value]
 

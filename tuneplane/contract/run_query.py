@@ -29,7 +29,7 @@ from typing import Final, Literal
 
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.ids import metric_name_problem
-from tuneplane.contract.protocol import RUN_STATUSES
+from tuneplane.contract.protocol import END_UNKNOWN_STATUS, RUN_STATUSES
 
 QUERY_MAX_CHARS: Final = 2000
 QUERY_TERMS_MAX: Final = 32
@@ -39,8 +39,9 @@ RUNS_PAGE_MAX: Final = 1000
 RUNS_PAGE_DEFAULT: Final = 1000
 
 STATS: Final = ("last", "min", "max", "count")
-#: ``none``: a run that never reported a status (an Arena run).
-STATUS_VALUES: Final = (*RUN_STATUSES, "none")
+#: ``unknown``: a run a Trackio client logged (its end is not reported); ``none``: a run
+#: that never reported a status (an Arena run).
+STATUS_VALUES: Final = (*RUN_STATUSES, END_UNKNOWN_STATUS, "none")
 #: Fields of the run itself: the operators each takes.
 _TEXT_OPS: Final = ("=", "!=", "~")
 _NUMBER_OPS: Final = ("=", "!=", "<", "<=", ">", ">=")

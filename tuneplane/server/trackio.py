@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from fastapi import APIRouter, Request
 from sqlalchemy import Connection
@@ -54,7 +54,7 @@ from tuneplane.server.body import read_body
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import AppState, app_state
 from tuneplane.store import access, catalog, points, scalars
-from tuneplane.store.runs import ProjectSetup, create_or_resume
+from tuneplane.store.runs import ProjectSetup, create_or_resume, mark_end_unknown
 
 router = APIRouter(tags=["trackio"])
 T = TypeVar("T")
@@ -180,18 +180,25 @@ def _writable(connection: Connection, actor: Actor, projects: set[str]) -> Actor
     return actor
 
 
+class _Stored(NamedTuple):
+    exists: bool
+    config: JSONObject | None = None
+    last_step: int | None = None
+    status: str | None = None
+
+
 def _stored_configs(
     connection: Connection, _actor: Actor, keys: list[tuple[str, str]]
-) -> dict[tuple[str, str], tuple[bool, JSONObject | None, int | None]]:
-    """(exists, config, last step) of each run."""
-    found: dict[tuple[str, str], tuple[bool, JSONObject | None, int | None]] = {}
+) -> dict[tuple[str, str], _Stored]:
+    """What each run holds already."""
+    found: dict[tuple[str, str], _Stored] = {}
     for project, run in keys:
         try:
             row = catalog.get_run(connection, project, run)
         except NotFound:
-            found[project, run] = (False, None, None)
+            found[project, run] = _Stored(exists=False)
         else:
-            found[project, run] = (True, row.config, row.last_step)
+            found[project, run] = _Stored(True, row.config, row.last_step, row.status)
     return found
 
 
@@ -215,12 +222,15 @@ async def _store(request: Request, call: ParsedCall) -> Response:
     known = await _read(request, _stored_configs, list(call.runs))
     new = duplicate = created = 0
     for key, write in call.runs.items():
-        exists, config, _ = known[key]
-        if not exists:
+        stored = known[key]
+        if not stored.exists:
             await _open_run(state, actor, write, call)
             created += 1
-        elif write.config is not None and write.config != config:
+        elif write.config is not None and write.config != stored.config:
             call.drop(write.config_path, "the run exists with another config, which it keeps")
+        if stored.status is None:
+            # No Trackio release says when a run ends: finish() only sends what is queued.
+            await state.database.write(mark_end_unknown, *key, key=key)
         for logs, alerts in chunked(write):
             outcome = await state.arena.ingest(ArenaBatch(*key, None, tuple(logs), tuple(alerts)))
             new += outcome.logs_new + outcome.alerts_new
@@ -264,7 +274,7 @@ async def bulk_log_system(request: Request) -> Response:
     entries = entries_of(arguments, "logs")
     keys = sorted({key for key in map(run_key, entries) if key is not None})
     known = await _read(request, _stored_configs, keys)
-    steps = {key: last or 0 for key, (_, _, last) in known.items()}
+    steps = {key: stored.last_step or 0 for key, stored in known.items()}
     return await _store(request, parse_bulk_log_system(entries, steps))
 
 

@@ -4,7 +4,13 @@ import { flattenConfig, valueText } from "./config.js";
 import { h } from "./dom.js";
 import { fmtInt } from "./format.js";
 
-/** running / succeeded / failed / cancelled, or "—" when the run never reported one. */
+/** Why a status that no run reported reads as it does. */
+const STATUS_TITLES = {
+  unknown: "Logged by a Trackio client, which never says when a run ends: it may still be logging, or it ended",
+};
+
+/** running / succeeded / failed / cancelled, unknown (a Trackio client's run), or "—" when the
+ * run never reported one. */
 export function statusBadge(run) {
   if (!run.status) {
     return h("span", {
@@ -14,7 +20,7 @@ export function statusBadge(run) {
     });
   }
   const exit = run.exit_code != null && run.status !== "running" ? ` (exit ${run.exit_code})` : "";
-  return h("span", { class: `status ${run.status}`, text: `${run.status}${exit}` });
+  return h("span", { class: `status ${run.status}`, title: STATUS_TITLES[run.status], text: `${run.status}${exit}` });
 }
 
 /** ok / lossy / unknown with the counters or the reason as a tooltip. */
