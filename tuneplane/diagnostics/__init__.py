@@ -3,7 +3,25 @@ transport health, outcomes, config), as pure functions. The server gathers the e
 and records the findings; nothing here can change a run."""
 
 from tuneplane.diagnostics import explain
-from tuneplane.diagnostics.evidence import Citation, Evidence, Finding, LogLine, Series
+from tuneplane.diagnostics.evidence import (
+    Citation,
+    Evidence,
+    Finding,
+    LogExtent,
+    LogLine,
+    Series,
+)
 from tuneplane.diagnostics.rules import diagnose
+from tuneplane.diagnostics.search import find_hits
 
-__all__ = ["Citation", "Evidence", "Finding", "LogLine", "Series", "diagnose", "explain"]
+__all__ = [
+    "Citation",
+    "Evidence",
+    "Finding",
+    "LogExtent",
+    "LogLine",
+    "Series",
+    "diagnose",
+    "explain",
+    "find_hits",
+]

@@ -23,6 +23,10 @@ class Pattern:
     #: Lines that show the failure only beside a line matching the second pattern within
     #: ``NEAR_LINES`` (a ``socket.gaierror`` is the tracker's only with its frames around).
     with_context: tuple[re.Pattern[str], re.Pattern[str]] | None = None
+    #: Words of which every line this pattern matches holds one (its context lines too):
+    #: a whole log is searched for these first (see ``search``). Most begin with a capital,
+    #: which keeps that search fast.
+    anchors: tuple[str, ...] = ()
 
 
 #: Lines either side of a line that ``with_context`` looks at for its context.
@@ -56,6 +60,19 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         ),
         "Lower the per-device batch size or sequence length, enable gradient checkpointing, "
         "or shard the model (FSDP/ZeRO); for vLLM lower gpu_memory_utilization or max_model_len.",
+        anchors=(
+            "CUDA",
+            "OutOfMemory",
+            "OUT_OF_MEMORY",
+            "MemoryAllocation",
+            "ALLOC_FAILED",
+            "HIP",
+            "XPU",
+            "NPU",
+            "MPS",
+            "Out of memory",
+            "Malloc",
+        ),
     ),
     Pattern(
         "kv_cache_too_small",
@@ -66,10 +83,10 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"KV cache is needed, which is larger than the available KV cache memory",
             r"No available memory for the cache blocks",
             r"Not enough memory\. Please try to increase --mem-fraction-static",
-            r"max_total_num_tokens.*(too small|is 0|<= ?0)",
         ),
         "Raise gpu_memory_utilization (SGLang: --mem-fraction-static), lower max_model_len / "
         "--context-length, or give the engine more GPUs (tensor parallelism).",
+        anchors=("KV cache", "No available memory for the cache", "Not enough memory"),
     ),
     Pattern(
         "cuda_illegal_access",
@@ -87,6 +104,14 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; it is often a custom or fused "
         "kernel (flash-attention, a compiled extension) with a shape or dtype it does not "
         "support, or a mismatch between the CUDA build and the driver.",
+        anchors=(
+            "CUDA",
+            "Cuda",
+            "IllegalAddress",
+            "ILLEGAL_ADDRESS",
+            "Memory access fault",
+            "Error: an illegal",
+        ),
     ),
     Pattern(
         "device_assert",
@@ -104,6 +129,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "A label or token id is out of range: check that labels are below the number of "
         "classes (and -100 is the ignore index), and that token ids fit the embedding "
         "(resize_token_embeddings after adding tokens). Rerun with CUDA_LAUNCH_BLOCKING=1.",
+        anchors=("CUDA", "Cuda", "RuntimeError: cuda", "Assert", "IndexError"),
     ),
     Pattern(
         "gpu_fault",
@@ -120,6 +146,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         ),
         "Take the node out of service and report it (nvidia-smi -q, dmesg for Xid); resume "
         "from the last checkpoint on another node.",
+        anchors=("GPU", "Xid", "ECC", "CUDA"),
     ),
     Pattern(
         "cuda_setup",
@@ -136,6 +163,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         ),
         "Check that the job sees its GPUs (CUDA_VISIBLE_DEVICES, the scheduler's GPU request) "
         "and that the installed PyTorch/CUDA build supports the node's driver and GPU.",
+        anchors=("CUDA", "NVIDIA", "Torch not compiled"),
     ),
     Pattern(
         "host_oom",
@@ -149,8 +177,9 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"Memory cgroup out of memory",
             r"OOMKilled",
             r"oom[-_]kill events?",
+            r"oom-kill:constraint",
             r"kernel: Killed process \d+",
-            r"killed by the cgroup out-of-memory handler",
+            r"oom-kill event.*killed by the cgroup out-of-memory handler",
             r"exitcode\s*:\s*-9\b",
             r"Signal 9 \(SIGKILL\)",
             r"<Signals\.SIGKILL: 9>",
@@ -162,6 +191,18 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         ),
         "Give the job more host memory, or lower what it holds in RAM: fewer dataloader "
         "workers, streaming datasets, smaller CPU offload buffers.",
+        anchors=(
+            "Out of memory",
+            "OOM",
+            "Memory cgroup",
+            "Killed",
+            "Detected",
+            "CONSTRAINT",
+            "SIGKILL",
+            "Task was killed",
+            "OutOfMemoryError",
+            "Workers",
+        ),
     ),
     Pattern(
         "loss_scale_collapse",
@@ -176,6 +217,13 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         ),
         "Train in bf16 instead of fp16, or lower the learning rate and clip gradients; check "
         "the data for extreme samples and the model for layers that overflow in fp16.",
+        anchors=(
+            "Attempted loss scale",
+            "Current loss scale",
+            "Minimum loss scale",
+            "Gradient overflow",
+            "Skipping step",
+        ),
     ),
     Pattern(
         "nccl_timeout",
@@ -195,6 +243,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "One rank stopped reaching the collective: look for the rank that failed first (its own "
         "error comes before the timeouts), a hang in data loading, or uneven work per rank; "
         "raise the timeout only once that is ruled out.",
+        anchors=("NCCL", "Watchdog", "Timed out waiting"),
     ),
     Pattern(
         "nccl_error",
@@ -209,6 +258,16 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "Rerun with NCCL_DEBUG=INFO to see which transport failed; check the network "
         "interfaces (NCCL_SOCKET_IFNAME), shared memory (/dev/shm) and that every rank sees "
         "the same GPUs.",
+        anchors=(
+            "NCCL",
+            "RCCL",
+            "SystemError",
+            "InternalError",
+            "UnhandledCudaError",
+            "RemoteError",
+            "InvalidUsage",
+            "InvalidArgument",
+        ),
     ),
     Pattern(
         "disk_full",
@@ -223,13 +282,24 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"\[Errno 122\]",
             # torch.save's writer says only that the write failed; a full disk is its cause.
             r"PytorchStreamWriter failed writing file",
-            r"unexpected pos \d+ vs \d+",
             r"[Nn]ot enough (free )?disk space",
             r"database or disk is full",
             r"insufficient shared memory \(shm\)",
         ),
         "Free space where the job writes (checkpoints, caches such as HF_HOME, /tmp, /dev/shm), "
         "keep fewer checkpoints (save_total_limit), or write to a larger volume.",
+        anchors=(
+            "No space left",
+            "Errno 28",
+            "Errno 122",
+            "ENOSPC",
+            "StorageFull",
+            "Disk quota",
+            "PytorchStreamWriter",
+            "Not enough",
+            "OperationalError",
+            "(shm)",
+        ),
     ),
     Pattern(
         "missing_file",
@@ -248,6 +318,14 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "Check the path the job was given (relative to its working directory), that the "
         "checkpoint was fully written and is mounted on this node, and the model name.",
         unless=re.compile(r"ldconfig|Warning|warning:|WARNING"),
+        anchors=(
+            "NotFoundError",
+            "No such file",
+            "OSError",
+            "Can't load",
+            "Checkpoint",
+            "Error no file",
+        ),
     ),
     Pattern(
         "dataset_error",
@@ -266,6 +344,19 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         ),
         "Check the dataset's name, split and configuration, and that its columns are the "
         "ones the trainer expects (for chat data, a 'messages' column of role/content).",
+        anchors=(
+            "Dataset",
+            "DataFiles",
+            "Schema",
+            "Splits",
+            "Checksum",
+            "Couldn't",
+            "Arrow",
+            "An error occurred while generating",
+            "Please pass",
+            "Unknown split",
+            "ValueError",
+        ),
     ),
     Pattern(
         "tokenizer_error",
@@ -288,6 +379,20 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "Set a padding token (tokenizer.pad_token = tokenizer.eos_token), give the tokenizer "
         "a chat template, install what it needs (sentencepiece, tokenizers), or upgrade "
         "tokenizers when the tokenizer.json is newer than it.",
+        anchors=(
+            "Tokenizer",
+            "Asking to pad",
+            "TemplateError",
+            "No chat template",
+            "SentencePiece",
+            "Wrapper",
+            "Exception: data did not match",
+            "Internal:",
+            "Converting from",
+            "ValueError",
+            "OSError",
+            "ImportError",
+        ),
     ),
     Pattern(
         "nan_loss",
@@ -307,6 +412,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "Lower the learning rate or raise warmup, clip gradients, use bf16 instead of fp16, "
         "and check the data of the steps just before for empty or extreme samples.",
         unless=re.compile(r"OVERFLOW|Attempted loss scale|skipping step", _I),
+        anchors=("nan", "NaN", "NAN", "Nan", "inf", "non-finite", "Non-finite", "RuntimeError"),
     ),
     Pattern(
         "preempted",
@@ -327,6 +433,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "Resume from the last checkpoint (tuneplane run resumes the run and continues its "
         "steps); checkpoint more often on preemptible nodes, or ask for a longer time limit.",
         unless=re.compile(r"preempt(ed|ion)\s*[=:]\s*(false|0|none)", _I),
+        anchors=("PREEMPT", "preempt", "Preempt", "SIGTERM", "Signal", "Spot", "Low-priority"),
     ),
     Pattern(
         "time_limit",
@@ -341,6 +448,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         ),
         "Resume from the last checkpoint, ask for a longer time limit, or checkpoint often "
         "enough that a limit loses little.",
+        anchors=("TIME LIMIT", "TIMEOUT", "Job ", "DeadlineExceeded"),
     ),
     Pattern(
         "port_in_use",
@@ -353,6 +461,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         ),
         "Another job (or a previous run that did not exit) holds MASTER_PORT on this node: "
         "choose a free port (torchrun --master-port, --rdzv-endpoint) or stop the old process.",
+        anchors=("EADDRINUSE", "Address already", "Errno 98", "The server socket"),
     ),
     Pattern(
         "ingest_unreachable",
@@ -380,6 +489,24 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
                 r"connection|Connection refused|ConnectTimeout"
             ),
             re.compile(r"wandb|mlflow|MLFLOW_TRACKING_URI|tracking server", _I),
+        ),
+        anchors=(
+            "unreachable",
+            "Network error",
+            "ConnectionError",
+            "ERROR",
+            "CommError",
+            "Retry attempt failed",
+            "API request to",
+            "Max retries",
+            "Failed to establish",
+            "Errno -",
+            "Errno 8",
+            "NameResolutionError",
+            "Temporary failure in name",
+            "Name or service not known",
+            "Connection refused",
+            "ConnectTimeout",
         ),
     ),
 )

@@ -15,7 +15,16 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from tuneplane.diagnostics import Evidence, Finding, LogLine, Series, diagnose, explain
+from tuneplane.diagnostics import (
+    Evidence,
+    Finding,
+    LogExtent,
+    LogLine,
+    Series,
+    diagnose,
+    explain,
+    find_hits,
+)
 from tuneplane.server.outbound import OutboundPolicy, Refused
 from tuneplane.server.responses import JSON
 from tuneplane.server.settings import DiagnosisSettings
@@ -34,11 +43,14 @@ logger = logging.getLogger("tuneplane")
 
 
 def evidence_of(stored: AttemptEvidence, ending: str) -> Evidence:
+    log = stored.log
     return Evidence(
         lines=[
             LogLine(index, "stderr" if stream == "stderr" else "stdout", text, seq)
-            for index, (stream, text, seq) in enumerate(stored.lines)
+            for index, stream, text, seq in log.lines
         ],
+        tail_from=log.tail_from,
+        extent=LogExtent(log.stored, log.searched, log.missing, log.stopped),
         exit_code=stored.exit_code,
         ending=ending,
         series=[Series(name, values) for name, values in stored.series],
@@ -49,7 +61,7 @@ def evidence_of(stored: AttemptEvidence, ending: str) -> Evidence:
 
 def _gather(state: AppState, run_id: int, attempt: int, ending: str) -> Evidence:
     with state.database.connect() as connection:
-        return evidence_of(records.gather(connection, run_id, attempt), ending)
+        return evidence_of(records.gather(connection, run_id, attempt, find_hits), ending)
 
 
 async def _findings(

@@ -5,17 +5,27 @@ from __future__ import annotations
 
 import re
 import time
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, func, insert, select, update
 
 from tuneplane.contract.errors import NotFound
 from tuneplane.store import points
 from tuneplane.store.schema import attempts, diagnoses, log_lines, runs
 
-#: Output lines of the attempt a diagnosis reads, from its end.
+#: Output lines of the attempt a diagnosis reads whole, from its end (the tail: where
+#: tracebacks are read); the rest of the log is searched for signatures.
 LOG_TAIL_LINES: Final = 400
+#: The search of the whole log: lines read per query, lines read at most (the last ones),
+#: seconds it may take, and lines kept per finding code (the first ones: a cause comes
+#: before its fallout). These bound its time and memory whatever the log's length.
+LOG_PAGE_LINES: Final = 5_000
+LOG_SEARCH_MAX_LINES: Final = 2_000_000
+LOG_SEARCH_SECONDS: Final = 20.0
+LOG_HITS_PER_CODE: Final = 20
 #: Series a diagnosis reads, and points of each (reduced in the database).
 SERIES_MAX: Final = 32
 POINTS_PER_SERIES: Final = 200
@@ -28,13 +38,33 @@ _MESSAGE_MAX: Final = 1024
 Points = list[tuple[int, float | None]]
 
 
+#: A page of lines (their texts, in order) -> (place in the page, the codes of the
+#: patterns it matches, lines around it to keep) of each line a rule could cite.
+FindHits = Callable[[Sequence[str]], Sequence[tuple[int, Sequence[str], int]]]
+
+
+@dataclass(frozen=True, slots=True)
+class LogRead:
+    """The lines of an attempt's log a diagnosis reads, and how much of the log that is."""
+
+    #: (index, stream, text, seq), in log order: ``index`` is the line's place in the log.
+    lines: list[tuple[int, str, str, int]] = field(default_factory=list)
+    #: The index of the tail's first line.
+    tail_from: int = 0
+    stored: int = 0
+    searched: int = 0
+    #: Lines the job numbered that the store never received (gaps in ``seq``).
+    missing: int = 0
+    stopped: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class AttemptEvidence:
     """What the store has of one attempt, in plain data."""
 
     exit_code: int | None
     status: str | None
-    lines: list[tuple[str, str, int]]  # (stream, text, seq), oldest first
+    log: LogRead
     series: list[tuple[str, Points]]
     health: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] | None = None
@@ -51,14 +81,94 @@ def _attempt_row(connection: Connection, run_id: int, attempt: int) -> Any:
     return row
 
 
-def _tail(connection: Connection, run_id: int, attempt: int) -> list[tuple[str, str, int]]:
-    newest = connection.execute(
-        select(log_lines.c.stream, log_lines.c.text, log_lines.c.seq)
-        .where(log_lines.c.run_id == run_id, log_lines.c.attempt == attempt)
-        .order_by(log_lines.c.id.desc())
-        .limit(LOG_TAIL_LINES)
-    ).all()
-    return [(stream, text, int(seq)) for stream, text, seq in reversed(newest)]
+def _extent(connection: Connection, run_id: int, attempt: int) -> tuple[int, int, int]:
+    """(lines stored, the first seq to read, lines missing from the numbering)."""
+    mine = (log_lines.c.run_id == run_id) & (log_lines.c.attempt == attempt)
+    count, low, high = connection.execute(
+        select(func.count(), func.min(log_lines.c.seq), func.max(log_lines.c.seq)).where(mine)
+    ).one()
+    if not count:
+        return 0, 0, 0
+    skip = max(0, int(count) - LOG_SEARCH_MAX_LINES)
+    first = low
+    if skip:
+        first = connection.execute(
+            select(log_lines.c.seq).where(mine).order_by(log_lines.c.seq).offset(skip).limit(1)
+        ).scalar_one()
+    return int(count), int(first), int(high) - int(low) + 1 - int(count)
+
+
+class _Kept:
+    """What a search keeps of the pages it reads: the lines around each hit (up to
+    LOG_HITS_PER_CODE per code) and the last LOG_TAIL_LINES lines."""
+
+    def __init__(self) -> None:
+        self.lines: dict[int, tuple[int, str, str, int]] = {}
+        self.per_code: dict[str, int] = {}
+        self.tail: deque[tuple[int, str, str, int]] = deque(maxlen=LOG_TAIL_LINES)
+
+    def page(self, rows: list[tuple[int, str, str, int]], find_hits: FindHits) -> None:
+        for at, codes, context in find_hits([row[2] for row in rows]):
+            wanted = [code for code in codes if self.per_code.get(code, 0) < LOG_HITS_PER_CODE]
+            for code in wanted:
+                self.per_code[code] = self.per_code.get(code, 0) + 1
+            if wanted:
+                for row in rows[max(0, at - context) : at + context + 1]:
+                    self.lines[row[0]] = row
+        self.tail.extend(rows)
+
+
+def _read_log(
+    connection: Connection, run_id: int, attempt: int, find_hits: FindHits | None
+) -> LogRead:
+    """The tail of the attempt's log, and the lines of the rest a rule could cite (when
+    ``find_hits`` is given), read in pages by seq within the bounds above."""
+    stored, first, missing = _extent(connection, run_id, attempt)
+    kept = _Kept()
+    index = start = max(0, stored - LOG_SEARCH_MAX_LINES)
+    after, stopped = first - 1, None
+    deadline = time.monotonic() + LOG_SEARCH_SECONDS
+    if find_hits is None:  # the tail only
+        index = start = max(0, stored - LOG_TAIL_LINES)
+        after = first - 1 if not start else _seq_at(connection, run_id, attempt, start) - 1
+    while index < stored:
+        page = connection.execute(
+            select(log_lines.c.stream, log_lines.c.text, log_lines.c.seq)
+            .where(log_lines.c.run_id == run_id, log_lines.c.attempt == attempt)
+            .where(log_lines.c.seq > after)
+            .order_by(log_lines.c.seq)
+            .limit(LOG_PAGE_LINES)
+        ).all()
+        if not page:
+            break
+        rows = [(index + i, stream, text, int(seq)) for i, (stream, text, seq) in enumerate(page)]
+        if find_hits is None:
+            kept.tail.extend(rows)
+        else:
+            kept.page(rows, find_hits)
+        index, after = index + len(rows), rows[-1][3]
+        if index < stored and time.monotonic() > deadline:
+            stopped = f"the search stopped after {LOG_SEARCH_SECONDS:g} s"
+            break
+    tail = list(kept.tail)
+    tail_from = tail[0][0] if tail else index
+    lines = sorted({**kept.lines, **{row[0]: row for row in tail}}.values())
+    searched = index - start if find_hits is not None else len(tail)
+    if stopped is not None:  # what was read is what the search covered, from its start
+        searched = index - start
+    return LogRead(lines, tail_from, stored, searched, missing, stopped)
+
+
+def _seq_at(connection: Connection, run_id: int, attempt: int, offset: int) -> int:
+    return int(
+        connection.execute(
+            select(log_lines.c.seq)
+            .where(log_lines.c.run_id == run_id, log_lines.c.attempt == attempt)
+            .order_by(log_lines.c.seq)
+            .offset(offset)
+            .limit(1)
+        ).scalar_one()
+    )
 
 
 def _series(
@@ -84,14 +194,18 @@ def _series(
     return found
 
 
-def gather(connection: Connection, run_id: int, attempt: int) -> AttemptEvidence:
+def gather(
+    connection: Connection, run_id: int, attempt: int, find_hits: FindHits | None = None
+) -> AttemptEvidence:
+    """The attempt's evidence; with ``find_hits``, its whole log is searched (within
+    bounds) beside the tail it always reads."""
     row = _attempt_row(connection, run_id, attempt)
     run = connection.execute(select(runs.c.health, runs.c.config).where(runs.c.id == run_id)).one()
     health = run.health if isinstance(run.health, dict) else {}
     return AttemptEvidence(
         exit_code=row.exit_code,
         status=row.status,
-        lines=_tail(connection, run_id, attempt),
+        log=_read_log(connection, run_id, attempt, find_hits),
         series=_series(connection, run_id),
         health=health if health.get("attempt") == attempt else {},
         config=row.config if row.config is not None else run.config,
