@@ -172,6 +172,7 @@ def test_every_environment_variable_the_client_reads_is_documented() -> None:
         environment.JOB_TOKEN,
         environment.JOB_ATTEMPT,
         environment.JOB_NEXT_STEP,
+        environment.JOB_OFFLINE,
         environment.URL,
         environment.API_KEY,
         settings.FLUSH_TIMEOUT_VARIABLE,
@@ -181,6 +182,7 @@ def test_every_environment_variable_the_client_reads_is_documented() -> None:
         settings.SPOOL_DIR_VARIABLE,
         settings.SPOOL_MAX_MB_VARIABLE,
         settings.SYSTEM_METRICS_VARIABLE,
+        settings.MODE_VARIABLE,
         *datadir.DATA_DIR_VARIABLES,
     }
     # Nothing in the client names a variable that is not among them.

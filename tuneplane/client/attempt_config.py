@@ -12,10 +12,12 @@ page lists the attempt's as differing).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
+from tuneplane.client.spool import Journal, Target
 from tuneplane.client.transport import RetryPolicy, Transport
 from tuneplane.contract.limits import RUN_CONFIG_MAX_BYTES
 
@@ -63,3 +65,13 @@ def send_config(
     if outcome.rejected:
         return True, f"warning: init()'s config was refused ({outcome.status}{said})"
     return False, f"warning: init()'s config was not delivered ({outcome.reason}{said})"
+
+
+def journal_config(root: Path, target: Target, max_mb: int, body: Mapping[str, Any]) -> bool:
+    """Journal the config for ``tuneplane sync`` (offline, or the server unreachable);
+    False when the spool could not take it (the journal says why)."""
+    journal = Journal(root, target, max_mb * 2**20)
+    try:
+        return journal.append(CONFIG_PATH, "config", 1, orjson.dumps(dict(body))) is not None
+    finally:
+        journal.close()

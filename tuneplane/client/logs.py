@@ -17,7 +17,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from tuneplane.client.transport import OUT_OF_TIME, RetryPolicy, Transport
 from tuneplane.contract.limits import INGEST_BODY_MAX_BYTES, LOG_BATCH_MAX_LINES, LOG_LINE_MAX_CHARS
@@ -34,6 +34,9 @@ BUFFER_FULL: Final = "buffer full"
 #: Log batches are retried longer than metric batches (a minute or so): the buffer is what
 #: bounds memory, and a training job's log is worth the wait.
 LOG_RETRY: Final = RetryPolicy(attempts=10, first_delay=0.25, max_delay=10.0)
+
+if TYPE_CHECKING:
+    from tuneplane.client.attempt_spool import AttemptSpool
 
 logger = logging.getLogger("tuneplane")
 
@@ -150,11 +153,18 @@ class LogStats:
     lines: int = 0
     sent: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
+    #: Journaled by the durable spool and not acknowledged: they wait for `tuneplane sync`.
+    spooled: int = 0
 
     def loss_summary(self) -> str | None:
         lost = sum(self.dropped.values())
-        pending = self.lines - self.sent - lost
+        pending = self.lines - self.sent - lost - self.spooled
         reasons: Mapping[str, int] = {**self.dropped, **({"not sent": pending} if pending else {})}
+        if not reasons and self.spooled:
+            return (
+                f"tuneplane: {self.sent} of {self.lines} log lines delivered ({self.spooled} "
+                "kept in the spool: run `tuneplane sync`)"
+            )
         if not reasons:
             return None
         total = lost + pending
@@ -163,13 +173,16 @@ class LogStats:
         else:
             why = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
         delivered = f"{self.sent} of {self.lines} log lines delivered"
-        return f"tuneplane: {delivered} ({total} dropped: {why})"
+        kept = f"; {self.spooled} kept in the spool: run `tuneplane sync`" if self.spooled else ""
+        return f"tuneplane: {delivered} ({total} dropped: {why}{kept})"
 
 
 class LogShipper:
     """Numbers, buffers and sends one attempt's lines through ``transport`` (which it
     closes when done). ``add`` is called by the threads reading the child's pipes and
-    never waits on the network."""
+    never waits on the network. With ``spool`` (the durable spool), batches are journaled
+    and posted by it instead, so that lines an outage kept from the server wait for it, or
+    for ``tuneplane sync``, rather than being dropped."""
 
     def __init__(
         self,
@@ -179,8 +192,10 @@ class LogShipper:
         max_bytes: int = BUFFER_MAX_BYTES,
         interval: float = 0.2,
         retry: RetryPolicy = LOG_RETRY,
+        spool: AttemptSpool | None = None,
     ) -> None:
         self._transport = transport
+        self._spool = spool
         self._max_lines = max_lines
         self._max_bytes = max_bytes
         self._interval = interval
@@ -221,7 +236,13 @@ class LogShipper:
 
     def stats(self) -> LogStats:
         with self._lock:
-            return LogStats(self._stats.lines, self._stats.sent, Counter(self._stats.dropped))
+            stats = LogStats(self._stats.lines, self._stats.sent, Counter(self._stats.dropped))
+        if self._spool is not None:
+            sent, spooled, dropped = self._spool.line_counts()
+            stats.sent += sent
+            stats.spooled = spooled
+            stats.dropped.update(dropped)
+        return stats
 
     def close(self, timeout: float) -> LogStats:
         """Send what is buffered for up to ``timeout`` seconds, then stop."""
@@ -263,6 +284,9 @@ class LogShipper:
         return batch
 
     def _send(self, batch: list[dict[str, object]]) -> None:
+        if self._spool is not None:
+            self._spool.lines(batch)
+            return
         deadline = self._deadline
         if deadline is not None and time.monotonic() >= deadline:
             self._settle(batch, self._last_failure or OUT_OF_TIME)

@@ -12,7 +12,9 @@ batch is read back from its segment when its turn comes. A batch the server cann
 reporter lives, so a server back before training ends receives everything in order; what
 is left at the end waits for ``tuneplane sync``. A batch refused by rule (4xx) is
 acknowledged as refused and counted dropped; one refused for its credential (an expired
-token, a superseded attempt) stops all sending and stays in the journal.
+token, a superseded attempt) stops all sending and stays in the journal. An offline
+journal (:mod:`~tuneplane.client.offline`: no run or token on the server yet) is never
+posted: everything waits in it for ``tuneplane sync``.
 
 A batch the journal could not take (it is full) is posted like one without a spool: with
 the sender's retries, then dropped and counted.
@@ -127,6 +129,8 @@ class Poster(threading.Thread):
     def wait_idle(self, timeout: float) -> bool:
         """Wait until every handed batch was posted (or given up); True if it happened."""
         end = time.monotonic() + timeout
+        if self.journal.target.offline:
+            return True  # journaled is all an offline attempt does until `tuneplane sync`
         with self._changed:
             while self._batches and not self._halted:
                 remaining = end - time.monotonic()
@@ -162,6 +166,12 @@ class Poster(threading.Thread):
             while True:
                 if self._halted or self._quit or (self._stopping and self._out_of_time()):
                     return None, None
+                if self.journal.target.offline:
+                    # No run or token on the server yet: `tuneplane sync` posts it all.
+                    if self._stopping:
+                        return None, None
+                    self._changed.wait()
+                    continue
                 if self._batches:
                     return self._batches[0], None
                 if self._heartbeat is not None:

@@ -195,7 +195,7 @@ class Reporter:
             if spool is None
             else Journal(
                 Path(spool.directory),
-                Target(self.endpoint, self.project, self.run, attempt, token),
+                Target(self.endpoint, self.project, self.run, attempt, token, spool.group),
                 spool.max_mb * 2**20,
             )
         )

@@ -27,17 +27,27 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, BinaryIO, Final, Protocol
 
 import httpx
 
+from tuneplane.client import offline as offline_attempts
+from tuneplane.client.attempt_spool import AttemptSpool
 from tuneplane.client.errors import DeliveryFailed
 from tuneplane.client.logs import LineSplitter, LogShipper
 from tuneplane.client.reporter import Reporter
-from tuneplane.client.settings import COMMAND_SETTINGS, FLUSH_TIMEOUT, FLUSH_TIMEOUT_DEFAULT
+from tuneplane.client.settings import (
+    COMMAND_SETTINGS,
+    FLUSH_TIMEOUT,
+    FLUSH_TIMEOUT_DEFAULT,
+    MODE,
+    SpoolSettings,
+    spool_settings,
+)
+from tuneplane.client.spool import Target
 from tuneplane.client.transport import Outcome, RetryPolicy, Transport
 from tuneplane.contract import environment
 from tuneplane.contract.datadir import resolve_data_dir
@@ -93,9 +103,16 @@ class RunnerOptions:
     server: str
     api_key: str | None
     config: dict[str, Any] | None = None
+    #: ``--attempt-from-env``: the attempt the server that launched this job started.
+    launched: StartedAttempt | None = None
     flush_timeout: float = FLUSH_TIMEOUT_DEFAULT
     #: ``--group``, ``--tag`` and ``--note``: stored when the run is created.
     meta: Mapping[str, object] | None = None
+    #: The durable spool (``TUNEPLANE_SPOOL_DIR``): the runner's log lines and status are
+    #: journaled, and a server that cannot be reached at start makes the attempt offline.
+    spool: SpoolSettings | None = None
+    #: ``TUNEPLANE_MODE=offline``: journal the whole attempt without reaching the server.
+    offline: bool = False
 
     def __repr__(self) -> str:  # the API key never prints
         return f"RunnerOptions({self.project}/{self.run}, server={self.server!r})"
@@ -114,6 +131,7 @@ class RunnerOptions:
         group: str | None = None,
         tags: Sequence[str] | None = None,
         note: str | None = None,
+        attempt_from_env: bool = False,
     ) -> RunnerOptions:
         """Options from the command line and the environment; :class:`UsageError` when
         they are wrong, :class:`SettingError` naming each variable or flag that breaks its
@@ -145,9 +163,14 @@ class RunnerOptions:
             server = reader.read(environment.URL_SETTING)
         key = reader.get(environment.API_KEY_SETTING)
         timeout = reader.read(FLUSH_TIMEOUT)
+        launched = launched_attempt(reader, project, run) if attempt_from_env else None
+        if launched is not None:
+            server = launched.endpoint  # the job reports where its server said
         # The command's SDK reads them: refuse them now rather than once training started.
         for setting in COMMAND_SETTINGS:
             reader.get(setting)
+        spool = spool_settings(reader)
+        offline = reader.read(MODE) == "offline"
         reader.done()
         return cls(
             project=project,
@@ -156,9 +179,35 @@ class RunnerOptions:
             server=(server or environment.DEFAULT_URL).rstrip("/"),
             api_key=key or _admin_key(data_dir, env),
             config=_parse_config(config),
+            launched=launched,
             flush_timeout=timeout,
             meta=meta or None,
+            spool=spool,
+            offline=offline,
         )
+
+
+def launched_attempt(reader: Reader, project: str, run: str) -> StartedAttempt | None:
+    """The attempt a server started for the job it launched (``--attempt-from-env``): the
+    ``TUNEPLANE_JOB_*`` variables it set, all of them, naming this run. None when one
+    breaks its rule (the reader lists it); :class:`UsageError` when one is missing."""
+    names = (environment.JOB_ENDPOINT_SETTING, environment.JOB_RUN_ID_SETTING,
+             environment.JOB_TOKEN_SETTING, environment.JOB_ATTEMPT_SETTING)  # fmt: skip
+    endpoint = reader.get(environment.JOB_ENDPOINT_SETTING)
+    run_id = reader.get(environment.JOB_RUN_ID_SETTING)
+    token = reader.get(environment.JOB_TOKEN_SETTING)
+    attempt = reader.get(environment.JOB_ATTEMPT_SETTING)
+    if reader.problems:
+        return None
+    if endpoint is None or run_id is None or token is None or attempt is None:
+        raise UsageError(
+            f"--attempt-from-env: {', '.join(s.name for s in names)} must all be set (the "
+            "server that launched this job sets them)"
+        )
+    if run_id != f"{project}/{run}":
+        raise UsageError(f"--attempt-from-env: {environment.JOB_RUN_ID} names {run_id}, "
+                         f"not {project}/{run}")  # fmt: skip
+    return StartedAttempt(attempt, token, endpoint)
 
 
 def api_key(data_dir: str | None, env: Mapping[str, str]) -> str | None:
@@ -212,6 +261,10 @@ class Session:
     endpoint: str
     #: The step of the command's first automatic report: after a resumed run's last.
     next_step: int = 0
+    #: With the durable spool: the journal of the runner's own log lines and status.
+    spool: AttemptSpool | None = None
+    #: An attempt journaled offline, for `tuneplane sync` to create (attempt 0, no token).
+    offline: offline_attempts.OfflineAttempt | None = None
 
     def __repr__(self) -> str:
         return f"Session(attempt={self.attempt})"
@@ -219,13 +272,16 @@ class Session:
 
 def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None = None) -> Session:
     """Create or resume the run and start an attempt; :class:`SetupFailed` says why not."""
-    api = setup_api(options.server, options.api_key, transport)
-    try:
-        created, _ = create_run(api, options.project, options.run, options.config, options.meta)
-        started = start_attempt(api, options.project, options.run)
-        first_step = 0 if created else next_step(api, options.project, options.run)
-    finally:
-        api.close()
+    if options.launched is not None:  # a server launched the job: its run is new
+        started, first_step = options.launched, 0
+    else:
+        api = setup_api(options.server, options.api_key, transport)
+        try:
+            created, _ = create_run(api, options.project, options.run, options.config, options.meta)
+            started = start_attempt(api, options.project, options.run)
+            first_step = 0 if created else next_step(api, options.project, options.run)
+        finally:
+            api.close()
     reporter = Reporter(
         options.server,
         f"{options.project}/{options.run}",
@@ -233,8 +289,46 @@ def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None =
         attempt=started.attempt,
         transport=transport,
     )
-    logs = LogShipper(Transport(options.server, started.token, transport=transport))
-    return Session(started.attempt, started.token, reporter, logs, started.endpoint, first_step)
+    spool = None
+    if options.spool is not None:
+        target = Target(
+            options.server, options.project, options.run, started.attempt, started.token
+        )
+        spool = attempt_spool(options.spool, target, transport)
+    logs = LogShipper(Transport(options.server, started.token, transport=transport), spool=spool)
+    return Session(
+        started.attempt, started.token, reporter, logs, started.endpoint, first_step, spool
+    )
+
+
+def attempt_spool(
+    settings: SpoolSettings, target: Target, transport: httpx.BaseTransport | None = None
+) -> AttemptSpool:
+    """The journal of the runner's (or init()'s) own log lines and status."""
+    sender = Transport(target.endpoint, target.token, transport=transport)
+    return AttemptSpool(Path(settings.directory), target, settings.max_mb * 2**20, sender)
+
+
+def open_offline_session(options: RunnerOptions) -> Session:
+    """Journal the attempt in the spool without the server: its run, config and meta for
+    ``tuneplane sync`` to create, and beside them the log lines, status and what the
+    command reports (OSError when the spool cannot be written)."""
+    assert options.spool is not None
+    found = offline_attempts.create(
+        Path(options.spool.directory),
+        options.server,
+        options.project,
+        options.run,
+        options.config,
+        options.meta,
+    )
+    spool = replace(options.spool, group=found.group)
+    run_id = f"{options.project}/{options.run}"
+    reporter = Reporter(options.server, run_id, "", spool=spool)
+    target = Target(options.server, options.project, options.run, None, "", found.group)
+    journal = attempt_spool(spool, target)
+    logs = LogShipper(Transport(options.server, ""), spool=journal)
+    return Session(0, "", reporter, logs, options.server, 0, journal, found)
 
 
 def next_step(api: Transport, project: str, run: str) -> int:
@@ -289,11 +383,18 @@ class StartedAttempt:
 
 
 def start_attempt(
-    api: Transport, project: str, run: str, config: Mapping[str, Any] | None = None
+    api: Transport,
+    project: str,
+    run: str,
+    config: Mapping[str, Any] | None = None,
+    *,
+    key: str | None = None,
 ) -> StartedAttempt:
-    """Start the run's next execution attempt (``config``, when given, is recorded on it)."""
+    """Start the run's next execution attempt (``config``, when given, is recorded on it).
+    ``key`` is the idempotency key (default: a new one), which ``tuneplane sync`` keeps
+    for an offline attempt so that a sync cut short never starts a second one."""
     # A retry after a lost answer must not start a second attempt.
-    once = {"Idempotency-Key": uuid.uuid4().hex}
+    once = {"Idempotency-Key": key or uuid.uuid4().hex}
     body = {} if config is None else {"config": dict(config)}
     path = f"/api/v1/projects/{project}/runs/{run}/attempts"
     answer = _call(api, path, body, "start an attempt", once).body
@@ -330,7 +431,12 @@ def child_environment(
     env = {k: v for k, v in base.items() if k not in _JOB_VARIABLES}
     # A Python child writing to a pipe would buffer its output in blocks; logs are live.
     env.setdefault("PYTHONUNBUFFERED", "1")
-    if session is not None:
+    env.pop(environment.JOB_OFFLINE, None)
+    if session is not None and session.offline is not None:
+        env[environment.JOB_ENDPOINT] = session.endpoint
+        env[environment.JOB_RUN_ID] = f"{options.project}/{options.run}"
+        env[environment.JOB_OFFLINE] = session.offline.group
+    elif session is not None:
         env[environment.JOB_ENDPOINT] = session.endpoint
         env[environment.JOB_RUN_ID] = f"{options.project}/{options.run}"
         env[environment.JOB_TOKEN] = session.token
@@ -416,6 +522,9 @@ def _say(message: str) -> None:
 def _report_status(
     session: Session, status: RunStatus, code: int | None = None, timeout: float | None = None
 ) -> None:
+    if session.spool is not None:
+        session.spool.status(status, code)  # journaled, then posted after the lines before it
+        return
     try:
         session.reporter.status(status, code, timeout=timeout)
     except DeliveryFailed as exc:
@@ -424,12 +533,22 @@ def _report_status(
 
 def _finish(session: Session, options: RunnerOptions, status: RunStatus, code: int) -> None:
     """Send the remaining log lines, then the final status, each for at most the flush
-    timeout; say what was lost."""
-    summary = session.logs.close(options.flush_timeout).loss_summary()
+    timeout; say what was lost (with the spool: what waits in it for `tuneplane sync`)."""
+    stats = session.logs.close(options.flush_timeout)
     _report_status(session, status, code, timeout=options.flush_timeout)
+    said = session.spool.close(options.flush_timeout) if session.spool is not None else None
     session.reporter.close(0)
+    summary = session.logs.stats().loss_summary() if session.spool is not None else None
+    summary = summary or stats.loss_summary()
     if summary is not None:
         _say(summary.removeprefix("tuneplane: "))
+    if said is not None:
+        _say(said)
+    if session.offline is not None:
+        _say(
+            f"{options.project}/{options.run} was journaled offline in "
+            f"{session.offline.directory}: run `tuneplane sync` to create it on the server"
+        )
 
 
 def _follower(
@@ -452,6 +571,38 @@ def _stop_follower(follower: Follower, session: Session, timeout: float) -> None
         _say("warning: not everything the follower queued was sent within the flush timeout")
 
 
+def _set_up(options: RunnerOptions, transport: httpx.BaseTransport | None) -> Session | None:
+    """The attempt: on the server; offline in the spool (``TUNEPLANE_MODE=offline``, or a
+    server that cannot be reached with the spool on); or none, the command untracked."""
+    unreachable: SetupFailed | None = None
+    if not (options.offline and options.spool is not None):
+        try:
+            session = open_session(options, transport)
+        except SetupFailed as exc:
+            if exc.status is not None or options.spool is None:
+                _say(f"warning: telemetry is off for this run: {exc}. Running the command anyway.")
+                return None
+            unreachable = exc
+        else:
+            _say(
+                f"reporting {options.project}/{options.run} (attempt {session.attempt}) "
+                f"to {options.server}"
+            )
+            return session
+    try:
+        session = open_offline_session(options)
+    except OSError as exc:
+        _say(f"warning: telemetry is off for this run: the spool cannot be written ({exc})")
+        return None
+    why = f"{unreachable}; " if unreachable is not None else ""
+    assert session.offline is not None
+    _say(
+        f"{why}journaling {options.project}/{options.run} offline in "
+        f"{session.offline.directory} (`tuneplane sync` creates it on the server later)"
+    )
+    return session
+
+
 def run(
     options: RunnerOptions,
     transport: httpx.BaseTransport | None = None,
@@ -461,16 +612,7 @@ def run(
     a :class:`Follower` of the attempt's reporter (before the command starts, so that it
     knows what was there before), started beside the command and stopped, within the
     flush timeout, once the command has ended."""
-    session: Session | None = None
-    try:
-        session = open_session(options, transport)
-    except SetupFailed as exc:
-        _say(f"warning: telemetry is off for this run: {exc}. Running the command anyway.")
-    else:
-        _say(
-            f"reporting {options.project}/{options.run} (attempt {session.attempt}) "
-            f"to {options.server}"
-        )
+    session = _set_up(options, transport)
     env = child_environment(os.environ, options, session)
     follower = _follower(follow, session)
     try:

@@ -30,12 +30,15 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
 
 from tuneplane.client import default, ending
-from tuneplane.client.attempt_config import config_body, send_config
+from tuneplane.client import offline as offline_attempts
+from tuneplane.client.attempt_config import config_body, journal_config, send_config
+from tuneplane.client.attempt_spool import AttemptSpool
 from tuneplane.client.console import CONSOLE_MODES, ConsoleCapture
 from tuneplane.client.errors import DeliveryFailed, ResumeRefused
 from tuneplane.client.logs import LogShipper
@@ -44,7 +47,9 @@ from tuneplane.client.runner import (
     SETUP_RETRY,
     SETUP_TIMEOUT,
     SetupFailed,
+    StartedAttempt,
     api_key,
+    attempt_spool,
     create_run,
     next_step,
     setup_api,
@@ -52,13 +57,17 @@ from tuneplane.client.runner import (
 )
 from tuneplane.client.settings import (
     FLUSH_TIMEOUT,
+    MODE,
     QUEUE_MAX_POINTS,
     ROLLOUT_UPLOAD_SAMPLES,
     SYSTEM_METRICS,
     VAL_UPLOAD_SAMPLES,
+    JobSettings,
+    SpoolSettings,
     job_settings,
     spool_settings,
 )
+from tuneplane.client.spool import Target
 from tuneplane.client.transport import Transport
 from tuneplane.contract import environment
 from tuneplane.contract.arena import AlertLevel
@@ -107,6 +116,16 @@ class Ranks:
         return ranks
 
 
+@dataclass(frozen=True, slots=True)
+class Journaled:
+    """With the durable spool: the journal of the run's log lines and status, the log
+    shipper that feeds it, and the offline attempt's directory when it is one."""
+
+    spool: AttemptSpool
+    logs: LogShipper
+    offline: Path | None = None
+
+
 class Run:
     """The run :func:`init` started or attached to. ``reporting`` is False in a process
     that does not report (a rank other than 0, or telemetry that could not be set up);
@@ -124,6 +143,7 @@ class Run:
         suffix: str = "",
         reports_status: bool = False,
         console: ConsoleCapture | None = None,
+        journal: Journaled | None = None,
     ) -> None:
         self.project = project
         self.name = name
@@ -134,6 +154,7 @@ class Run:
         self._suffix = suffix
         self._reports_status = reports_status
         self._console = console
+        self._journal = journal
         self._finished = False
         self._lock = threading.Lock()
 
@@ -196,6 +217,9 @@ class Run:
             return
         wait = reporter._exit_timeout if timeout is None else timeout
         reporter.flush(wait)
+        if self._journal is not None:
+            self._end_journaled(self._journal, status, exit_code, wait)
+            return
         if self._console is not None:
             # The log, the exception's lines included, arrives before the status.
             lost = self._console.stop(wait).loss_summary()
@@ -209,6 +233,29 @@ class Run:
         summary = reporter.close(wait).loss_summary()
         if summary is not None:
             _say(summary.removeprefix("tuneplane: "))
+
+    def _end_journaled(
+        self, journal: Journaled, status: str, exit_code: int | None, wait: float
+    ) -> None:
+        """With the spool: the log lines, then the status (with the time it was reached),
+        journaled and posted in that order; what the server did not take waits for sync."""
+        if self._console is not None:
+            self._console.stop(wait)
+        journal.spool.status(status, exit_code)  # type: ignore[arg-type]
+        said = journal.spool.close(wait)
+        assert self._reporter is not None
+        lines = [
+            journal.logs.stats().loss_summary(),
+            self._reporter.close(0.0 if journal.offline else wait).loss_summary(),
+        ]
+        for line in [*lines, said]:
+            if line is not None:
+                _say(line.removeprefix("tuneplane: "))
+        if journal.offline is not None:
+            _say(
+                f"{self.project}/{self.name} was journaled offline in {journal.offline}: run "
+                "`tuneplane sync` to create it on the server"
+            )
 
     def __enter__(self) -> Run:
         return self
@@ -440,21 +487,28 @@ def _attach(
     )
     reporter.start()
     if isinstance(config, Mapping) and ranks.rank == 0:
-        _declare_config(job.endpoint, job.token, config, job.attempt)
+        _declare_config(job, config)
     return Run(job_project, job_run, reporter, attempt=job.attempt, ranks=ranks, suffix=suffix)
 
 
-def _declare_config(
-    endpoint: str, token: str, config: Mapping[str, Any], attempt: int | None
-) -> None:
+def _declare_config(job: JobSettings, config: Mapping[str, Any]) -> None:
     """init()'s config under the runner, recorded on the runner's attempt (and as the
-    run's while it has none): the runner started the attempt before it was known."""
+    run's while it has none): the runner started the attempt before it was known. Offline,
+    or when the server cannot be reached, it is journaled for ``tuneplane sync``."""
     body, problem = config_body(config)
     if body is None:
         _say(f"warning: init()'s config is not recorded: {problem}")
         return
-    _answered, line = send_config(endpoint, token, body, attempt)
-    _say(line.removeprefix("tuneplane: "))
+    if job.token:
+        answered, line = send_config(job.endpoint, job.token, body, job.attempt)
+        if answered or job.spool is None:
+            _say(line)
+            return
+    if job.spool is not None:
+        project, _, run = job.run_id.partition("/")
+        target = Target(job.endpoint, project, run, job.attempt, job.token, job.spool.group)
+        if journal_config(Path(job.spool.directory), target, job.spool.max_mb, body):
+            _say("init()'s config is kept in the spool for `tuneplane sync`")
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,49 +523,112 @@ class _Setup:
     console: bool
 
 
-def _start(project: str, name: str, config: Mapping[str, Any] | None, setup: _Setup) -> Run:
-    """Set up the run and an attempt of our own; a run that does not report when the
-    server cannot be reached or refuses."""
-    resume, data_dir, ranks, meta = setup.resume, setup.data_dir, setup.ranks, setup.meta
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """The SDK's settings as :func:`init` reads them."""
+
+    url: str
+    exit_timeout: float
+    capacity: int
+    val_samples: int | None
+    rollout_samples: int
+    spool: SpoolSettings | None
+    system_interval: float
+    offline: bool
+
+    def reporter(
+        self,
+        endpoint: str,
+        run_id: str,
+        token: str,
+        attempt: int | None,
+        next_step: int,
+        spool: SpoolSettings | None = None,
+    ) -> Reporter:
+        return Reporter(
+            endpoint,
+            run_id,
+            token,
+            attempt=attempt,
+            exit_timeout=self.exit_timeout,
+            queue_capacity=self.capacity,
+            next_step=next_step,
+            val_upload_samples=self.val_samples,
+            rollout_upload_samples=self.rollout_samples,
+            spool=spool or self.spool,
+            system_interval=self.system_interval,
+        )
+
+
+def _read_options(setup: _Setup) -> _Options:
     reader = Reader(os.environ)
     url = setup.server or reader.read(environment.URL_SETTING) or environment.DEFAULT_URL
-    exit_timeout = reader.read(FLUSH_TIMEOUT)
-    capacity = reader.read(QUEUE_MAX_POINTS)
-    val_samples = reader.get(VAL_UPLOAD_SAMPLES)
-    rollout_samples = reader.read(ROLLOUT_UPLOAD_SAMPLES)
-    spool = spool_settings(reader)
-    system_interval = reader.read(SYSTEM_METRICS)
+    options = _Options(
+        url.rstrip("/"),
+        reader.read(FLUSH_TIMEOUT),
+        reader.read(QUEUE_MAX_POINTS),
+        reader.get(VAL_UPLOAD_SAMPLES),
+        reader.read(ROLLOUT_UPLOAD_SAMPLES),
+        spool_settings(reader),
+        reader.read(SYSTEM_METRICS),
+        reader.read(MODE) == "offline",
+    )
     reader.done()
-    try:
-        api = setup_api(url.rstrip("/"), api_key(data_dir, os.environ))
+    return options
+
+
+def _start(project: str, name: str, config: Mapping[str, Any] | None, setup: _Setup) -> Run:
+    """Set up the run and an attempt of our own; offline in the spool when asked to
+    (``TUNEPLANE_MODE=offline``) or when the server cannot be reached with the spool on;
+    else a run that does not report when the server cannot be reached or refuses."""
+    options = _read_options(setup)
+    unreachable: SetupFailed | None = None
+    if not (options.offline and options.spool is not None):
         try:
-            started, resumed, next_step = _set_up(api, project, name, config, resume, meta)
-        finally:
-            api.close()
-    except SetupFailed as exc:
-        _say(f"warning: telemetry is off for {project}/{name}: {exc}")
-        return Run(project, name, None, ranks=ranks)
-    reporter = Reporter(
-        started.endpoint,
-        f"{project}/{name}",
-        started.token,
-        attempt=started.attempt,
-        exit_timeout=exit_timeout,
-        queue_capacity=capacity,
-        next_step=next_step,
-        val_upload_samples=val_samples,
-        rollout_upload_samples=rollout_samples,
-        spool=spool,
-        system_interval=system_interval,
+            api = setup_api(options.url, api_key(setup.data_dir, os.environ))
+            try:
+                started, resumed, next_step = _set_up(
+                    api, project, name, config, setup.resume, setup.meta
+                )
+            finally:
+                api.close()
+        except SetupFailed as exc:
+            if exc.status is not None or options.spool is None:
+                _say(f"warning: telemetry is off for {project}/{name}: {exc}")
+                return Run(project, name, None, ranks=setup.ranks)
+            unreachable = exc
+        else:
+            return _online(project, name, started, resumed, next_step, options, setup)
+    return _offline(project, name, config, options, setup, unreachable)
+
+
+def _online(
+    project: str,
+    name: str,
+    started: StartedAttempt,
+    resumed: bool,
+    next_step: int,
+    options: _Options,
+    setup: _Setup,
+) -> Run:
+    reporter = options.reporter(
+        started.endpoint, f"{project}/{name}", started.token, started.attempt, next_step
     )
     reporter.start()  # the sender builds its HTTP client now, off the training thread
-    try:
-        reporter.status("running", timeout=SETUP_TIMEOUT)
-    except DeliveryFailed as exc:
-        _say(f"warning: {exc}")
-    _say(f"reporting {project}/{name} (attempt {started.attempt}) to {url}")
+    spool = None
+    if options.spool is not None:
+        target = Target(started.endpoint, project, name, started.attempt, started.token)
+        spool = attempt_spool(options.spool, target)
+        spool.status("running")
+    else:
+        try:
+            reporter.status("running", timeout=SETUP_TIMEOUT)
+        except DeliveryFailed as exc:
+            _say(f"warning: {exc}")
+    _say(f"reporting {project}/{name} (attempt {started.attempt}) to {options.url}")
     # The exception that ends the run is logged whether or not the console is copied.
-    console = ConsoleCapture(LogShipper(Transport(started.endpoint, started.token)))
+    logs = LogShipper(Transport(started.endpoint, started.token), spool=spool)
+    console = ConsoleCapture(logs)
     if setup.console:
         console.start()
     return Run(
@@ -520,9 +637,53 @@ def _start(project: str, name: str, config: Mapping[str, Any] | None, setup: _Se
         reporter,
         attempt=started.attempt,
         resumed=resumed,
-        ranks=ranks,
+        ranks=setup.ranks,
         reports_status=True,
         console=console,
+        journal=Journaled(spool, logs) if spool is not None else None,
+    )
+
+
+def _offline(
+    project: str,
+    name: str,
+    config: Mapping[str, Any] | None,
+    options: _Options,
+    setup: _Setup,
+    unreachable: SetupFailed | None,
+) -> Run:
+    """The run and attempt journaled in the spool, for ``tuneplane sync`` to create."""
+    assert options.spool is not None
+    try:
+        found = offline_attempts.create(
+            Path(options.spool.directory), options.url, project, name, config, setup.meta
+        )
+    except OSError as exc:
+        _say(f"warning: telemetry is off for {project}/{name}: the spool cannot be written ({exc})")
+        return Run(project, name, None, ranks=setup.ranks)
+    spool_settings_ = replace(options.spool, group=found.group)
+    reporter = options.reporter(options.url, f"{project}/{name}", "", None, 0, spool_settings_)
+    reporter.start()
+    target = Target(options.url, project, name, None, "", found.group)
+    spool = attempt_spool(spool_settings_, target)
+    spool.status("running")
+    why = f"{unreachable}; " if unreachable is not None else ""
+    _say(
+        f"{why}journaling {project}/{name} offline in {found.directory} (`tuneplane sync` "
+        "creates it on the server later)"
+    )
+    logs = LogShipper(Transport(options.url, ""), spool=spool)
+    console = ConsoleCapture(logs)
+    if setup.console:
+        console.start()
+    return Run(
+        project,
+        name,
+        reporter,
+        ranks=setup.ranks,
+        reports_status=True,
+        console=console,
+        journal=Journaled(spool, logs, found.directory),
     )
 
 

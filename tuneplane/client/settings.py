@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from tuneplane.client.errors import NotConfigured
@@ -93,6 +93,25 @@ SPOOL_MAX_MB: Final = Setting(
     "Megabytes one reporter's journal may hold; past that, new batches are not journaled.",
 )
 
+#: Offline is a mode (docs/sdk.md, "Offline runs"): with the spool, a run is journaled whole
+#: and `tuneplane sync` creates it later.
+MODE_VARIABLE: Final = "TUNEPLANE_MODE"
+MODES: Final = ("online", "offline")
+
+
+def _mode(raw: str) -> str | None:
+    return raw if raw in MODES else None
+
+
+MODE: Final = Setting(
+    MODE_VARIABLE,
+    Rule("must be online or offline", _mode),
+    "online",
+    "offline: init() and `tuneplane run` journal the run in the spool (TUNEPLANE_SPOOL_DIR) "
+    "without reaching the server, and `tuneplane sync` creates and delivers it later; online "
+    "(the default) goes offline only when the server cannot be reached at start.",
+)
+
 #: Every variable the SDK (in a training process) reads.
 SDK_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     *environment.JOB_SETTINGS,
@@ -103,6 +122,7 @@ SDK_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     SPOOL_DIR,
     SPOOL_MAX_MB,
     SYSTEM_METRICS,
+    MODE,
 )
 
 #: Every variable ``tuneplane run`` reads (the SDK's queue and upload caps for its command).
@@ -118,6 +138,7 @@ RUNNER_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     SPOOL_DIR,
     SPOOL_MAX_MB,
     SYSTEM_METRICS,
+    MODE,
 )
 #: What ``tuneplane run`` checks for its command, whose SDK would refuse a bad value only
 #: once training had started.
@@ -137,6 +158,8 @@ class SpoolSettings:
 
     directory: str
     max_mb: int = SPOOL_MAX_MB_DEFAULT
+    #: An offline attempt's directory (``offline-<key>``, :mod:`tuneplane.client.offline`).
+    group: str = ""
 
 
 def spool_settings(reader: Reader) -> SpoolSettings | None:
@@ -175,7 +198,10 @@ class JobSettings:
 def job_settings(environ: Mapping[str, str]) -> JobSettings:
     """The job's settings; :class:`NotConfigured` saying which variables are missing, or
     (caused by a :class:`SettingError`) which are wrong, one line each."""
-    missing = [s.name for s in environment.JOB_SETTINGS[:3] if not environ.get(s.name)]
+    # An offline attempt has no token yet: `tuneplane sync` starts it later.
+    offline = bool(environ.get(environment.JOB_OFFLINE))
+    needed = environment.JOB_SETTINGS[:2] if offline else environment.JOB_SETTINGS[:3]
+    missing = [s.name for s in needed if not environ.get(s.name)]
     if missing:
         raise NotConfigured(
             f"{', '.join(missing)} not set: run the training command under "
@@ -184,7 +210,9 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
     reader = Reader(environ)
     endpoint = reader.get(environment.JOB_ENDPOINT_SETTING)
     run_id = reader.get(environment.JOB_RUN_ID_SETTING)
-    token = reader.get(environment.JOB_TOKEN_SETTING)
+    token = reader.get(environment.JOB_TOKEN_SETTING) if not offline else ""
+    group = reader.get(environment.JOB_OFFLINE_SETTING)
+    reader.read(MODE)  # the runner decided; checked here as every SDK setting is
     attempt = reader.get(environment.JOB_ATTEMPT_SETTING)
     next_step = reader.read(environment.JOB_NEXT_STEP_SETTING)
     exit_timeout = reader.read(FLUSH_TIMEOUT)
@@ -199,6 +227,13 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
         reader.done()
     except SettingError as exc:
         raise NotConfigured(str(exc)) from exc
+    if group and spool is None:
+        raise NotConfigured(
+            f"{environment.JOB_OFFLINE} needs {SPOOL_DIR_VARIABLE}: an offline attempt is "
+            "journaled there"
+        )
+    if group and spool is not None:
+        spool = replace(spool, group=group)
     # Present (checked above) and valid (or done() raised).
     assert endpoint is not None
     assert run_id is not None

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import itertools
 import logging
 import os
 import threading
@@ -56,20 +57,36 @@ FSYNC_INTERVAL_SECONDS: Final = 1.0
 REFUSED: Final = "refused"
 
 logger = logging.getLogger("tuneplane")
+_journal_numbers = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Where a journal's batches go: the server, the run, the attempt and its token."""
+    """Where a journal's batches go: the server, the run, the attempt and its token. An
+    offline journal (no token) belongs to an attempt that ``tuneplane sync`` starts later:
+    ``group`` names its directory (:mod:`tuneplane.client.offline`)."""
 
     endpoint: str
     project: str
     run: str
     attempt: int | None
     token: str
+    group: str = ""
 
     def __repr__(self) -> str:  # the token never prints
         return f"Target({self.project}/{self.run} attempt {self.attempt} at {self.endpoint!r})"
+
+    @property
+    def offline(self) -> bool:
+        """Nothing is posted: the run and attempt do not exist on the server yet."""
+        return not self.token
+
+    @property
+    def group_name(self) -> str:
+        """The directory of the attempt's journals, beneath the run's."""
+        if self.group:
+            return self.group
+        return "attempt-unknown" if self.attempt is None else f"attempt-{self.attempt}"
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -79,6 +96,7 @@ class Target:
             "run": self.run,
             "attempt": self.attempt,
             "token": self.token,
+            "group": self.group,
         }
 
 
@@ -217,9 +235,10 @@ class Journal:
     # -- under the lock ----------------------------------------------------------------
 
     def _open(self) -> bool:
-        attempt = "unknown" if self.target.attempt is None else str(self.target.attempt)
-        name = f"{os.getpid()}-{time.time_ns() // 1_000_000}"
-        directory = self.root / self.target.project / self.target.run / f"attempt-{attempt}" / name
+        # A process may journal more than once (its reporter, its log lines): numbered.
+        name = f"{os.getpid()}.{next(_journal_numbers)}-{time.time_ns() // 1_000_000}"
+        target = self.target
+        directory = self.root / target.project / target.run / target.group_name / name
         try:
             directory.mkdir(mode=0o700, parents=True)
             self._lock_file = (directory / LOCK).open("w")
@@ -321,15 +340,18 @@ def find_journals(root: Path) -> list[Path]:
 
 
 def _age(directory: Path) -> tuple[str, int, int, str]:
-    """``<project>/<run>/attempt-<n>/<pid>-<ms>``: by run, attempt and start."""
-    attempt = directory.parent.name.removeprefix("attempt-")
+    """``<project>/<run>/attempt-<n>/<pid>.<k>-<ms>``: by run, attempt and start (an
+    offline attempt, ``offline-<key>``, after the run's numbered ones)."""
+    group = directory.parent.name
+    attempt = group.removeprefix("attempt-")
+    number = int(attempt) if attempt.isdigit() else 2**62 if group.startswith("offline-") else 0
+    return (str(directory.parent.parent), number, started_ms(directory), directory.name)
+
+
+def started_ms(directory: Path) -> int:
+    """When a journal began, from its name (milliseconds since the epoch; 0 unknown)."""
     started = directory.name.rpartition("-")[2]
-    return (
-        str(directory.parent.parent),
-        int(attempt) if attempt.isdigit() else 0,
-        int(started) if started.isdigit() else 0,
-        directory.name,
-    )
+    return int(started) if started.isdigit() else 0
 
 
 def read_target(directory: Path) -> Target:
@@ -343,6 +365,7 @@ def read_target(directory: Path) -> Target:
             str(meta["run"]),
             None if attempt is None else int(attempt),
             str(meta["token"]),
+            str(meta.get("group") or ""),
         )
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{directory / META}: not a journal's meta file ({exc})") from exc

@@ -16,18 +16,31 @@ where it stopped and a second sync sends nothing. Segments whose every batch was
 acknowledged are deleted, then the journal. A batch refused by rule (4xx) is acknowledged
 as refused and counted; a refused credential (an expired token, a superseded attempt) or an
 unreachable server stops that journal, which stays as it is for a later sync.
+
+Journals are delivered attempt by attempt (the processes of one attempt each wrote their
+own: the runner its log lines and status, the training command its points). An attempt's
+final status goes last, once every journal of the attempt was delivered, so a run is never
+shown finished while its points are still arriving. An offline attempt
+(:mod:`tuneplane.client.offline`) is first created on the server with the user's API key
+(``TUNEPLANE_API_KEY``, or the ``admin.key`` of ``TUNEPLANE_DIR``), then delivered as any.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
 import httpx
 
+from tuneplane.client import offline
+from tuneplane.client.attempt_config import CONFIG_PATH
+from tuneplane.client.attempt_spool import STATUS_PATH
+from tuneplane.client.logs import LOGS_PATH
+from tuneplane.client.runner import SetupFailed, api_key, create_run, setup_api, start_attempt
 from tuneplane.client.sender import (
     ALERTS_PATH,
     OBSERVATIONS_PATH,
@@ -36,6 +49,7 @@ from tuneplane.client.sender import (
 )
 from tuneplane.client.spool import (
     Record,
+    Target,
     append_ack,
     credential_refused,
     find_journals,
@@ -47,9 +61,21 @@ from tuneplane.client.spool import (
     segments,
 )
 from tuneplane.client.transport import SUPERSEDED, RetryPolicy, Transport
+from tuneplane.contract.protocol import TERMINAL_STATUSES
+from tuneplane.contract.settings import SettingError
 
 #: The only routes a journal may name: a journal is a file, not a list of instructions.
-ROUTES: Final = frozenset({SCALARS_PATH, OBSERVATIONS_PATH, ALERTS_PATH, TRAJECTORIES_PATH})
+ROUTES: Final = frozenset(
+    {
+        SCALARS_PATH,
+        OBSERVATIONS_PATH,
+        ALERTS_PATH,
+        TRAJECTORIES_PATH,
+        LOGS_PATH,
+        STATUS_PATH,
+        CONFIG_PATH,
+    }
+)
 #: About 30 s per batch before a journal is given up as unreachable.
 SYNC_RETRY: Final = RetryPolicy(attempts=6, first_delay=0.5, max_delay=8.0)
 
@@ -113,6 +139,28 @@ def _refusal(outcome: Any, target: Any) -> str:
     return f"{code}: {outcome.detail}" if outcome.detail else code
 
 
+def final_status(record: Record) -> bool:
+    """Whether a record is an attempt's final status (delivered after everything else)."""
+    body = record.body
+    return (
+        record.path == STATUS_PATH
+        and isinstance(body, dict)
+        and body.get("status") in TERMINAL_STATUSES
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Delivery:
+    """Where one attempt's journals go, and which of their records this pass sends."""
+
+    server: str | None
+    token: str | None = None  # an offline attempt's, once sync started it
+    attempt: int | None = None
+    endpoint: str | None = None
+    finals: bool = False  # the final statuses only; else everything but them
+    transport: httpx.BaseTransport | None = None
+
+
 def sync_journal(
     directory: Path,
     *,
@@ -123,36 +171,38 @@ def sync_journal(
     transport: httpx.BaseTransport | None = None,
 ) -> JournalSynced:
     """Deliver one journal's unacknowledged batches (see the module's docstring)."""
+    delivery = _Delivery(server, transport=transport)
+    result = _deliver(directory, replace(delivery, finals=False), progress, done, total)
+    if result.complete and not result.removed:
+        result = _deliver(directory, replace(delivery, finals=True), progress, done, total, result)
+    return result
+
+
+def _deliver(
+    directory: Path,
+    delivery: _Delivery,
+    progress: Progress | None,
+    done: int,
+    total: int,
+    result: JournalSynced | None = None,
+) -> JournalSynced:
+    """One pass over a journal: its records but the final statuses, or those only."""
     target = read_target(directory)
-    result = JournalSynced(directory, f"{target.project}/{target.run} attempt {target.attempt}")
+    if delivery.token is not None:
+        target = replace(target, token=delivery.token, attempt=delivery.attempt)
+    if result is None:
+        what = f"{target.project}/{target.run} attempt {target.attempt}"
+        result = JournalSynced(directory, what + (" (offline)" if target.group else ""))
     if is_locked(directory):
         result.problem = "a reporter is still writing it"
         return result
     pending, acks = _pending(directory)
-    endpoint = (server or target.endpoint).rstrip("/")
-    sender = Transport(endpoint, target.token, transport=transport)
+    pending = [record for record in pending if final_status(record) == delivery.finals]
+    endpoint = (delivery.server or delivery.endpoint or target.endpoint).rstrip("/")
+    sender = Transport(endpoint, target.token, transport=delivery.transport)
     try:
         for index, record in enumerate(pending):
-            if record.path not in ROUTES:
-                result.problem = f"record {record.seq} names an unknown route {record.path!r}"
-                break
-            outcome = sender.post(record.path, record.body, retry=SYNC_RETRY)
-            if outcome.delivered or (outcome.rejected and not credential_refused(outcome)):
-                append_ack(directory, record.seq, refused=not outcome.delivered)
-                acks[record.seq] = not outcome.delivered
-                _add(
-                    result.delivered if outcome.delivered else result.refused,
-                    record.kind,
-                    record.count,
-                )
-                if not outcome.delivered and not result.problem:
-                    result.problem = f"refused: {_refusal(outcome, target)}"
-            else:
-                result.problem = (
-                    _refusal(outcome, target)
-                    if outcome.rejected
-                    else f"{endpoint}: {outcome.reason} ({outcome.detail})"
-                )
+            if not _send(sender, directory, record, acks, result, target, endpoint):
                 for later in pending[index:]:
                     _add(result.left, later.kind, later.count)
                 break
@@ -166,36 +216,151 @@ def sync_journal(
     return result
 
 
+def _send(
+    sender: Transport,
+    directory: Path,
+    record: Record,
+    acks: dict[int, bool],
+    result: JournalSynced,
+    target: Target,
+    endpoint: str,
+) -> bool:
+    """Post one record and acknowledge it; False when the journal stops here."""
+    if record.path not in ROUTES:
+        result.problem = f"record {record.seq} names an unknown route {record.path!r}"
+        return False
+    outcome = sender.post(record.path, record.body, retry=SYNC_RETRY)
+    if outcome.delivered or (outcome.rejected and not credential_refused(outcome)):
+        append_ack(directory, record.seq, refused=not outcome.delivered)
+        acks[record.seq] = not outcome.delivered
+        counts = result.delivered if outcome.delivered else result.refused
+        _add(counts, record.kind, record.count)
+        if not outcome.delivered and not result.problem:
+            result.problem = f"refused: {_refusal(outcome, target)}"
+        return True
+    result.problem = (
+        _refusal(outcome, target)
+        if outcome.rejected
+        else f"{endpoint}: {outcome.reason} ({outcome.detail})"
+    )
+    return False
+
+
+def _start_offline(
+    group: Path,
+    server: str | None,
+    key: str | None,
+    transport: httpx.BaseTransport | None,
+) -> offline.Started:
+    """The attempt of an offline group on the server: the one a previous sync started,
+    or now (creating or resuming the run). SetupFailed or ValueError say why not."""
+    found = offline.started(group)
+    if found is not None:
+        return found
+    attempt = offline.find(group, group.parent.parent.name, group.parent.name)
+    endpoint = (server or attempt.endpoint).rstrip("/")
+    try:
+        credential = key or api_key(None, os.environ)
+    except SettingError as exc:
+        raise SetupFailed(str(exc)) from exc
+    api = setup_api(endpoint, credential, transport)
+    try:
+        differs = False
+        try:
+            create_run(api, attempt.project, attempt.run, attempt.config, attempt.meta)
+        except SetupFailed as exc:
+            if exc.status != 409 or attempt.config is None:
+                raise
+            differs = True  # the run exists with another config: it is this attempt's
+            create_run(api, attempt.project, attempt.run, None)
+        config = attempt.config if differs else None
+        # The group's key: a sync cut short before it recorded the attempt gets it again.
+        begun = start_attempt(api, attempt.project, attempt.run, config, key=attempt.key)
+    finally:
+        api.close()
+    found = offline.Started(begun.attempt, begun.token, endpoint if server else begun.endpoint)
+    offline.record_started(group, found)
+    return found
+
+
+def _sync_group(
+    group: Path,
+    journals: list[Path],
+    delivery: _Delivery,
+    key: str | None,
+    progress: Progress | None,
+    counts: list[int],
+) -> list[JournalSynced]:
+    """Deliver the journals of one attempt: everything but the final statuses, journal by
+    journal, then the final statuses once all of that was delivered."""
+    if any(is_locked(directory) for directory in journals):
+        return [
+            JournalSynced(directory, str(directory), problem="a reporter is still writing it")
+            for directory in journals
+        ]
+    if group.name.startswith(offline.OFFLINE_PREFIX):
+        try:
+            found = _start_offline(group, delivery.server, key, delivery.transport)
+        except (SetupFailed, ValueError) as exc:
+            problem = f"could not create the offline run: {exc}"
+            return [
+                JournalSynced(directory, str(directory), problem=problem) for directory in journals
+            ]
+        delivery = replace(
+            delivery, token=found.token, attempt=found.attempt, endpoint=found.endpoint
+        )
+    results: list[JournalSynced] = []
+    for finals in (False, True):
+        for index, directory in enumerate(journals):
+            if finals and not all(result.complete for result in results):
+                break
+            if finals and results[index].removed:
+                continue  # nothing was left of it after the first pass
+            before = sum(results[index].delivered.values()) if finals else 0
+            try:
+                previous = results[index] if finals else None
+                found_result = _deliver(
+                    directory, replace(delivery, finals=finals), progress, counts[0], counts[1],
+                    previous,
+                )  # fmt: skip
+            except (OSError, ValueError) as exc:
+                found_result = JournalSynced(directory, str(directory), problem=str(exc))
+            if finals:
+                results[index] = found_result
+            else:
+                results.append(found_result)
+            counts[0] += sum(found_result.delivered.values()) - before
+            counts[0] += 0 if finals else sum(found_result.left.values())
+    if group.name.startswith(offline.OFFLINE_PREFIX) and all(r.removed for r in results):
+        with contextlib.suppress(OSError):
+            offline.remove(group)
+    return results
+
+
 def sync(
     root: Path,
     *,
     server: str | None = None,
     progress: Progress | None = None,
     transport: httpx.BaseTransport | None = None,
+    key: str | None = None,
 ) -> list[JournalSynced]:
-    """Deliver every journal beneath ``root``, oldest first; what became of each."""
+    """Deliver every journal beneath ``root``, attempt by attempt, oldest first; what
+    became of each. ``key`` creates offline runs (default: ``TUNEPLANE_API_KEY``, else
+    the data directory's ``admin.key``)."""
     journals = find_journals(root)
     total = 0
     for directory in journals:
         with contextlib.suppress(OSError, ValueError):
             total += sum(record.count for record in _pending(directory)[0])
-    results: list[JournalSynced] = []
-    done = 0
+    groups: dict[Path, list[Path]] = {}
     for directory in journals:
-        try:
-            found = sync_journal(
-                directory,
-                server=server,
-                progress=progress,
-                done=done,
-                total=total,
-                transport=transport,
-            )
-        except (OSError, ValueError) as exc:
-            found = JournalSynced(directory, str(directory), problem=str(exc))
-        results.append(found)
-        done += sum(found.delivered.values()) + sum(found.refused.values())
-        done += sum(found.left.values())
+        groups.setdefault(directory.parent, []).append(directory)
+    results: list[JournalSynced] = []
+    counts = [0, total]
+    delivery = _Delivery(server, transport=transport)
+    for group, members in groups.items():
+        results += _sync_group(group, members, delivery, key, progress, counts)
     return results
 
 

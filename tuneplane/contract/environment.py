@@ -3,7 +3,7 @@
 from typing import Any, Final
 
 from tuneplane.contract.limits import ATTEMPT_MAX, STEP_MAX
-from tuneplane.contract.settings import HTTP_URL, RUN_ID, Setting, credential, integer
+from tuneplane.contract.settings import HTTP_URL, RUN_ID, Rule, Setting, credential, integer
 
 #: Set by ``tuneplane run`` for the training command: where and as what to report.
 JOB_ENDPOINT: Final = "TUNEPLANE_JOB_ENDPOINT"
@@ -11,6 +11,9 @@ JOB_RUN_ID: Final = "TUNEPLANE_JOB_RUN_ID"
 JOB_TOKEN: Final = "TUNEPLANE_JOB_TOKEN"  # noqa: S105 (a variable name)
 JOB_ATTEMPT: Final = "TUNEPLANE_JOB_ATTEMPT"
 JOB_NEXT_STEP: Final = "TUNEPLANE_JOB_NEXT_STEP"
+#: Set by ``tuneplane run`` instead of the token when the attempt is offline: the
+#: directory (``offline-<key>``) its journals go under, for ``tuneplane sync``.
+JOB_OFFLINE: Final = "TUNEPLANE_JOB_OFFLINE"
 
 #: For the CLI on another machine than the server.
 URL: Final = "TUNEPLANE_URL"
@@ -43,6 +46,21 @@ JOB_NEXT_STEP_SETTING: Final = Setting(
     "The step of the first automatic report (set by the runner: a resumed run's continue "
     "after its last step).",
 )
+
+
+def _offline_group(raw: str) -> str | None:
+    key = raw.removeprefix("offline-")
+    if raw.startswith("offline-") and 1 <= len(key) <= 64 and key.isalnum() and key.isascii():
+        return raw
+    return None
+
+
+JOB_OFFLINE_SETTING: Final = Setting(
+    JOB_OFFLINE,
+    Rule("must be offline- and 1-64 ASCII letters or digits", _offline_group),
+    None,
+    "The offline attempt's spool directory name (set by the runner when it is offline).",
+)
 URL_SETTING: Final = Setting(
     URL, HTTP_URL, DEFAULT_URL, "Server URL of the CLI and the runner (--server)."
 )
@@ -60,4 +78,5 @@ JOB_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     JOB_TOKEN_SETTING,
     JOB_ATTEMPT_SETTING,
     JOB_NEXT_STEP_SETTING,
+    JOB_OFFLINE_SETTING,
 )
