@@ -114,6 +114,10 @@ def test_every_point_config_system_metric_and_alert_arrives_once(
     assert "_Created" in run_1["row"].config
     r2 = _stored(reader, "other", "r2")["row"].config
     assert {"seed": 7}.items() <= r2.items()
+    # Trackio's files say no more than its HTTP calls of how a run ended: unknown, as there.
+    for project, run in local_data.expected_steps():
+        row = _stored(reader, project, RENAMED if run == "my run" else run)["row"]
+        assert row.status == "unknown", (project, run)
     system = Counter(name for _, name, *_ in run_1["points"] if name.startswith("system/"))
     assert system == {"system/gpu/util": 3, "system/memory_gb": 3}
     assert sorted(

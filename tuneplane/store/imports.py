@@ -18,7 +18,7 @@ from sqlalchemy import Connection, update
 from tuneplane.contract.errors import Conflict
 from tuneplane.contract.imported import ChunkOutcome, ImportedAlert, ImportedLog, RunChunk
 from tuneplane.store.points import write_points
-from tuneplane.store.runs import ProjectSetup, create_or_resume, ensure_run
+from tuneplane.store.runs import ProjectSetup, create_or_resume, ensure_run, mark_end_unknown
 from tuneplane.store.schema import runs
 from tuneplane.store.sql import Dialect, chunks, flat
 
@@ -165,6 +165,8 @@ def write_chunk(connection: Connection, chunk: RunChunk, setup: ProjectSetup) ->
     now = time.time()
     sql = Dialect(connection)
     run_id, created, kept = _open_run(connection, chunk, setup, now)
+    # Trackio's files no more say how a run ended than its HTTP calls do.
+    mark_end_unknown(connection, chunk.project, chunk.run)
     logs_new, points, invalid = (
         _store_logs(sql, run_id, chunk.logs, now) if chunk.logs else (0, 0, 0)
     )
