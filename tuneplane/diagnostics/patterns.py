@@ -243,7 +243,15 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "One rank stopped reaching the collective: look for the rank that failed first (its own "
         "error comes before the timeouts), a hang in data loading, or uneven work per rank; "
         "raise the timeout only once that is ruled out.",
-        anchors=("NCCL", "Watchdog", "Timed out waiting"),
+        anchors=(
+            "collective operation timeout",
+            "WorkNCCL",
+            "ProcessGroupNCCL",
+            "NCCL communicator",
+            "NCCL operation",
+            "Watchdog",
+            "Timed out waiting",
+        ),
     ),
     Pattern(
         "nccl_error",
@@ -259,8 +267,11 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "interfaces (NCCL_SOCKET_IFNAME), shared memory (/dev/shm) and that every rank sees "
         "the same GPUs.",
         anchors=(
-            "NCCL",
-            "RCCL",
+            "NCCL error",
+            "RCCL error",
+            "NCCL WARN",
+            "RCCL WARN",
+            "NCCL watchdog",
             "SystemError",
             "InternalError",
             "UnhandledCudaError",

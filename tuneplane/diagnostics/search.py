@@ -45,6 +45,7 @@ _WORDS: Final = sorted({word for pattern in PATTERNS for word in pattern.anchors
 #: (a plain substring search is several times faster than the expression per character).
 _CAPITALISED: Final = re.compile(_trie([word for word in _WORDS if not word[0].islower()]))
 _LOWER: Final = tuple(word for word in _WORDS if word[0].islower())
+_PER_PATTERN: Final = tuple((p, re.compile(_trie(sorted(p.anchors)))) for p in PATTERNS)
 
 
 class Hit(NamedTuple):
@@ -67,7 +68,7 @@ def _matches(pattern: Pattern, text: str) -> bool:
 def find_hits(texts: Sequence[str]) -> list[Hit]:
     """The lines of ``texts`` (a page of a log, in order) a pattern may cite."""
     page = "\n".join(texts)
-    starts = [0, *accumulate(len(text) + 1 for text in texts)]
+    starts = [0, *accumulate(map((1).__add__, map(len, texts)))]
     lines: set[int] = set()
     position = 0
     while (found := _CAPITALISED.search(page, position)) is not None:
@@ -83,8 +84,7 @@ def find_hits(texts: Sequence[str]) -> list[Hit]:
     hits: list[Hit] = []
     for at in sorted(lines):
         text = texts[at]
-        candidates = [p for p in PATTERNS if any(word in text for word in p.anchors)]
-        matched = [p for p in candidates if _matches(p, text)]
+        matched = [p for p, anchors in _PER_PATTERN if anchors.search(text) and _matches(p, text)]
         if matched:
             near = any(p.with_context is not None for p in matched)
             codes = tuple(p.code for p in matched)

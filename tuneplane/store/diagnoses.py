@@ -15,6 +15,7 @@ from sqlalchemy import Connection, func, insert, select, update
 from tuneplane.contract.errors import NotFound
 from tuneplane.store import points
 from tuneplane.store.schema import attempts, diagnoses, log_lines, runs
+from tuneplane.store.sql import Dialect
 
 #: Output lines of the attempt a diagnosis reads whole, from its end (the tail: where
 #: tracebacks are read); the rest of the log is searched for signatures.
@@ -22,7 +23,7 @@ LOG_TAIL_LINES: Final = 400
 #: The search of the whole log: lines read per query, lines read at most (the last ones),
 #: seconds it may take, and lines kept per finding code (the first ones: a cause comes
 #: before its fallout). These bound its time and memory whatever the log's length.
-LOG_PAGE_LINES: Final = 5_000
+LOG_PAGE_LINES: Final = 20_000
 LOG_SEARCH_MAX_LINES: Final = 2_000_000
 LOG_SEARCH_SECONDS: Final = 20.0
 LOG_HITS_PER_CODE: Final = 20
@@ -100,22 +101,34 @@ def _extent(connection: Connection, run_id: int, attempt: int) -> tuple[int, int
 
 class _Kept:
     """What a search keeps of the pages it reads: the lines around each hit (up to
-    LOG_HITS_PER_CODE per code) and the last LOG_TAIL_LINES lines."""
+    LOG_HITS_PER_CODE per code) and the last pages, for the tail."""
 
     def __init__(self) -> None:
         self.lines: dict[int, tuple[int, str, str, int]] = {}
         self.per_code: dict[str, int] = {}
-        self.tail: deque[tuple[int, str, str, int]] = deque(maxlen=LOG_TAIL_LINES)
+        self.last: deque[tuple[int, list[Any]]] = deque(maxlen=2)
 
-    def page(self, rows: list[tuple[int, str, str, int]], find_hits: FindHits) -> None:
-        for at, codes, context in find_hits([row[2] for row in rows]):
+    def page(self, index: int, rows: list[Any], find_hits: FindHits | None) -> None:
+        """``rows`` (stream, text, seq) from the line ``index`` on."""
+        self.last.append((index, rows))
+        if find_hits is None:
+            return
+        for at, codes, context in find_hits([row[1] for row in rows]):
             wanted = [code for code in codes if self.per_code.get(code, 0) < LOG_HITS_PER_CODE]
             for code in wanted:
                 self.per_code[code] = self.per_code.get(code, 0) + 1
-            if wanted:
-                for row in rows[max(0, at - context) : at + context + 1]:
-                    self.lines[row[0]] = row
-        self.tail.extend(rows)
+            for near in range(max(0, at - context), min(len(rows), at + context + 1)):
+                if wanted:
+                    stream, text, seq = rows[near]
+                    self.lines[index + near] = (index + near, stream, text, int(seq))
+
+    def tail(self) -> list[tuple[int, str, str, int]]:
+        rows = [
+            (index + i, stream, text, int(seq))
+            for index, page in self.last
+            for i, (stream, text, seq) in enumerate(page)
+        ]
+        return rows[-LOG_TAIL_LINES:]
 
 
 def _read_log(
@@ -131,26 +144,23 @@ def _read_log(
     if find_hits is None:  # the tail only
         index = start = max(0, stored - LOG_TAIL_LINES)
         after = first - 1 if not start else _seq_at(connection, run_id, attempt, start) - 1
+    # The driver's cursor, not SQLAlchemy's rows: a long log is read at the driver's pace.
+    sql = Dialect(connection)
+    query = sql.sql(
+        "SELECT stream, text, seq FROM log_lines WHERE run_id = ? AND attempt = ? AND seq > ? "
+        f"ORDER BY seq LIMIT {LOG_PAGE_LINES}"
+    )
     while index < stored:
-        page = connection.execute(
-            select(log_lines.c.stream, log_lines.c.text, log_lines.c.seq)
-            .where(log_lines.c.run_id == run_id, log_lines.c.attempt == attempt)
-            .where(log_lines.c.seq > after)
-            .order_by(log_lines.c.seq)
-            .limit(LOG_PAGE_LINES)
-        ).all()
+        sql.cursor.execute(query, (run_id, attempt, after))
+        page = sql.cursor.fetchall()
         if not page:
             break
-        rows = [(index + i, stream, text, int(seq)) for i, (stream, text, seq) in enumerate(page)]
-        if find_hits is None:
-            kept.tail.extend(rows)
-        else:
-            kept.page(rows, find_hits)
-        index, after = index + len(rows), rows[-1][3]
+        kept.page(index, page, find_hits)
+        index, after = index + len(page), int(page[-1][2])
         if index < stored and time.monotonic() > deadline:
             stopped = f"the search stopped after {LOG_SEARCH_SECONDS:g} s"
             break
-    tail = list(kept.tail)
+    tail = kept.tail()
     tail_from = tail[0][0] if tail else index
     lines = sorted({**kept.lines, **{row[0]: row for row in tail}}.values())
     searched = index - start if find_hits is not None else len(tail)
