@@ -5,10 +5,12 @@ killed half way and run again, and a server that goes away mid-run, lose nothing
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from tests.client.runs import (
     runner_env,
 )
 from tests.client.world import dead_url
+from tests.serving import running_server
 from tuneplane.client.spool import find_journals
 
 SCRIPT = """
@@ -187,3 +190,151 @@ def test_the_runner_offline_at_start_then_sync(sqlite_server: Server, tmp_path: 
     assert_job_arrived(server, run, 40)
     found = server.run(run)
     assert (found["status"], found["exit_code"]) == ("succeeded", 0)
+
+
+def test_a_sync_killed_half_way_and_run_again_stores_everything_once(
+    sqlite_server: Server, tmp_path: Path
+) -> None:
+    server, spool, run = sqlite_server, tmp_path / "spool", f"off-{uuid.uuid4().hex[:8]}"
+    steps = 9_000  # 18,000 points: nine batches
+    done = run_script(dead_url(), spool, run, steps=steps)
+    assert done.returncode == 0, done.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNEPLANE_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tuneplane.cli", "sync", str(spool), "--server", server.base],
+        env={**env, "TUNEPLANE_API_KEY": server.key},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    with process:
+        for line in process.stderr:  # a tenth delivered, and more on its way: kill it
+            if "items delivered" in line and not line.startswith("tuneplane: items delivered 0/"):
+                process.kill()
+                break
+        process.wait(timeout=30)
+    assert process.returncode == -9
+    cut = server.run(run)
+    assert cut["status"] == "running"  # the final status goes last, and did not go
+    synced = tuneplane_sync(server, spool, "--server", server.base)
+    assert synced.returncode == 0, synced.stderr
+    assert_script_arrived(server, run, steps)
+    found = server.run(run)
+    assert found["attempt"] == 1  # the cut sync's attempt, continued
+    base = f"/api/v1/projects/{PROJECT}/runs/{run}"
+    summaries = {m["metric"]: m for m in server.get(base + "/metrics")}
+    assert summaries["train/loss"]["count"] == steps
+    assert tuneplane_sync(server, spool, "--server", server.base).returncode == 0
+
+
+OUTAGE_JOB = """
+import os, sys, time, tuneplane
+ready, gate = sys.argv[1], sys.argv[2]
+for step in range(10):
+    tuneplane.report({"train/loss": 1.0 / (step + 1)}, step=step)
+    print(f"before {step}", flush=True)
+open(ready, "w").close()
+deadline = time.monotonic() + 60
+while not os.path.exists(gate) and time.monotonic() < deadline:
+    time.sleep(0.05)
+for step in range(10, 20):
+    tuneplane.report({"train/loss": 1.0 / (step + 1)}, step=step)
+    print(f"during {step}", flush=True)
+"""
+
+
+def test_after_an_outage_sync_ends_the_run_without_a_false_heartbeat_alert(
+    tmp_path: Path,
+) -> None:
+    """The server stops mid-run and comes back after the job ended; a heartbeat rule
+    judges the run stale meanwhile. Sync replays the outage's points, log lines and the
+    final status with the time the job ended: the run is finished and the stale episode,
+    opened after that, is withdrawn."""
+    data, spool, run = tmp_path / "data", tmp_path / "spool", f"out-{uuid.uuid4().hex[:8]}"
+    ready, gate = tmp_path / "ready", tmp_path / "gate"
+    job = tmp_path / "job.py"
+    job.write_text(OUTAGE_JOB)
+    quick = {"TUNEPLANE_ALERT_CHECK_INTERVAL": "0.2"}
+    with running_server("--data-dir", str(data), env=quick) as first:
+        server = Server(first, data)
+        command = [
+            sys.executable, "-m", "tuneplane.cli", "run", "--server", first,
+            "--data-dir", str(data), "--project", PROJECT, "--run", run,
+            "--", sys.executable, str(job), str(ready), str(gate),
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            env=runner_env(TUNEPLANE_SPOOL_DIR=str(spool), TUNEPLANE_FLUSH_TIMEOUT="1"),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        rule = {"name": "quick heartbeat", "kind": "heartbeat", "seconds": 2}
+        wait_for(lambda: ready.exists() and run_or_none(server, run) is not None)
+        wait_for(lambda: (server.run(run)["transport"] or {}).get("heartbeat_at") is not None)
+        wait_for(
+            lambda: len(server.get(f"/api/v1/projects/{PROJECT}/runs/{run}/logs")["lines"]) >= 10
+        )
+        created = httpx.post(
+            f"{first}/api/v1/projects/{PROJECT}/alert-rules",
+            json=rule,
+            headers={"Authorization": f"Bearer {server.key}"},
+            timeout=10,
+        )
+        assert created.status_code == 201, created.text
+        rule_id = created.json()["id"]
+    gate.touch()  # the server is gone: the job trains on and ends
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr.decode()
+    assert "kept in the spool" in stderr.decode()
+    with running_server("--data-dir", str(data), env=quick) as second:
+        server = Server(second, data)
+        assert server.run(run)["status"] == "running"
+        # Back, the server sees a quiet heartbeat: the rule opens a stale episode.
+        wait_for(lambda: any("heartbeat stale" in a["title"] for a in alerts(server, run)))
+        synced = tuneplane_sync(server, spool, "--server", second)
+        assert synced.returncode == 0, synced.stderr
+        found = server.run(run)
+        assert (found["status"], found["exit_code"]) == ("succeeded", 0)
+        time.sleep(1.0)  # a few checks of the rule after the status
+        titles = [a["title"] for a in alerts(server, run)]
+        assert not any("heartbeat" in title for title in titles), titles
+        episodes = server.get(f"/api/v1/projects/{PROJECT}/alert-rules/{rule_id}")["episodes"]
+        assert episodes == []  # withdrawn: it opened after the run had ended
+        page = server.get(f"/api/v1/projects/{PROJECT}/runs/{run}/points/train/loss")
+        assert [p["step"] for p in page["points"]] == list(range(20))
+        texts = [line["text"] for line in all_log_lines(server, run)]
+        assert [t for t in texts if t.startswith("during")] == [
+            f"during {s}" for s in range(10, 20)
+        ]
+
+
+def alerts(server: Server, run: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = server.get(f"/api/v1/projects/{PROJECT}/runs/{run}/alerts")
+    return found
+
+
+def wait_for(condition: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.1)
+
+
+def test_a_status_says_when_it_was_reached_or_is_refused(server: Server) -> None:
+    run = f"late-{uuid.uuid4().hex[:8]}"
+    token = server.start_attempt(run)
+    url = f"{server.base}/api/v1/ingest/status"
+    auth = {"Authorization": f"Bearer {token}"}
+    for bad in (-1, "yesterday", float("inf")):
+        body = {"status": "succeeded", "time": bad}
+        refused = httpx.post(url, content=json_text(body), headers=auth, timeout=10)
+        assert refused.status_code in (400, 422), refused.text
+        assert "time" in refused.text
+    late = httpx.post(url, json={"status": "failed", "exit_code": 3, "time": 1.0}, headers=auth)
+    assert late.status_code == 200, late.text
+    assert (server.run(run)["status"], server.run(run)["exit_code"]) == ("failed", 3)
+
+
+def json_text(body: object) -> str:
+    return json.dumps(body)  # Infinity too, which httpx's json= refuses

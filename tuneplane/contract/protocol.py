@@ -313,6 +313,9 @@ def parse_log_lines(body: object) -> list[LogLine]:
 class StatusReport:
     status: RunStatus
     exit_code: int | None
+    #: When the attempt reached the status (UNIX seconds), for one that arrives late: after
+    #: an outage, or replayed by ``tuneplane sync``. None: now.
+    time: float | None = None
 
 
 def parse_status(body: object) -> StatusReport:
@@ -324,8 +327,11 @@ def parse_status(body: object) -> StatusReport:
     exit_code = item.get("exit_code")
     if exit_code is not None and not (type(exit_code) is int and -(2**31) <= exit_code < 2**31):
         violations.append(Violation("exit_code", "must be an integer or null"))
+    moment = None if item.get("time") is None else finite_float(item.get("time"))
+    if item.get("time") is not None and (moment is None or moment < 0):
+        violations.append(Violation("time", "must be UNIX seconds"))
     _raise_if(violations)
-    return StatusReport(status, exit_code)  # type: ignore[arg-type]
+    return StatusReport(status, exit_code, moment)  # type: ignore[arg-type]
 
 
 def parse_heartbeat(body: object) -> dict[str, float]:

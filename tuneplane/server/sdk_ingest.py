@@ -24,7 +24,7 @@ from tuneplane.server.diagnoses import start_diagnosis
 from tuneplane.server.models import LogResult, ScalarResult
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
-from tuneplane.store import arena, observations, runlogs, runs, scalars
+from tuneplane.store import alert_episodes, arena, observations, runlogs, runs, scalars
 from tuneplane.store.credentials import TokenScope, write_as
 
 router = APIRouter(prefix="/api/v1/ingest", tags=["ingest"])
@@ -62,7 +62,10 @@ async def ingest_status(request: Request, scope: Scope) -> Response:
     """The attempt's lifecycle: running, then succeeded, failed or cancelled (final)."""
     report = parse_status(await read_json(request, 4096))
     state = app_state(request)
-    await state.database.write(write_as, scope, runs.set_status, scope, report, key=scope.run_id)
+    # A final status that arrived late ends the heartbeat watch from the time it names.
+    await state.database.write(
+        write_as, scope, alert_episodes.status_reported, scope, report, key=scope.run_id
+    )
     state.live.notify(scope.run_id)
     if report.status == "failed":
         start_diagnosis(state, scope.run_id, scope.attempt, "failed")

@@ -15,23 +15,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import Connection, and_, insert, select, update
+from sqlalchemy import Connection, and_, delete, insert, select, update
 
-from tuneplane.contract.alert_rules import parse_rule
+from tuneplane.contract.alert_rules import Transition, parse_rule
 from tuneplane.contract.arena import ArenaAlert
-from tuneplane.diagnostics.alert_rules import Transition
+from tuneplane.contract.protocol import END_UNKNOWN_STATUS, TERMINAL_STATUSES, StatusReport
 from tuneplane.store import webhooks
 from tuneplane.store.arena import write_alerts
+from tuneplane.store.credentials import TokenScope
 from tuneplane.store.dialect import upsert
+from tuneplane.store.runs import set_status
 from tuneplane.store.schema import (
     alert_episodes,
     alert_rules,
     alert_watches,
+    attempts,
     metrics,
     point_blocks,
     projects,
     runs,
 )
+from tuneplane.store.schema import alerts as arena_alerts
 
 #: How the alert that resolves an episode is named after the one that opened it.
 RESOLVED_SUFFIX: Final = "-resolved"
@@ -181,6 +185,65 @@ def apply_transitions(
     return fired
 
 
+def status_reported(connection: Connection, scope: TokenScope, report: StatusReport) -> list[Fired]:
+    """Record an attempt's status (:func:`~tuneplane.store.runs.set_status`). A final
+    status that arrived late says when the attempt ended (``report.time``: after an outage,
+    or replayed by ``tuneplane sync``), and the run's heartbeat was only quiet because it
+    had ended: a stale-heartbeat episode opened after that is withdrawn (it was false), one
+    opened before is resolved at the end."""
+    set_status(connection, scope, report)
+    if report.time is None or report.status not in TERMINAL_STATUSES:
+        return []
+    latest = connection.execute(
+        select(runs.c.attempt_count).where(runs.c.id == scope.run_id)
+    ).scalar_one()
+    if latest != scope.attempt:
+        return []  # an older attempt's status does not end the run
+    ended = connection.execute(
+        select(attempts.c.ended_at).where(attempts.c.id == scope.attempt_id)
+    ).scalar_one()
+    return _end_heartbeat_episodes(connection, scope.run_id, float(ended))
+
+
+def _end_heartbeat_episodes(connection: Connection, run_id: int, ended: float) -> list[Fired]:
+    watched = connection.execute(
+        select(alert_watches.c.rule_id, alert_watches.c.subject)
+        .join(alert_rules, alert_rules.c.id == alert_watches.c.rule_id)
+        .where(
+            alert_watches.c.run_id == run_id,
+            alert_watches.c.episode_id.is_not(None),
+            alert_rules.c.kind == "heartbeat",
+        )
+    ).all()
+    fired: list[Fired] = []
+    for rule_id, subject in watched:
+        episode = _lock_watch(connection, rule_id, run_id, subject)
+        if episode is None:
+            continue
+        row = connection.execute(
+            select(alert_episodes.c.alert_id, alert_episodes.c.opened_at).where(
+                alert_episodes.c.id == episode
+            )
+        ).one()
+        t = Transition(rule_id, subject, False, "", "")
+        if row.opened_at >= ended:
+            connection.execute(
+                delete(arena_alerts).where(
+                    arena_alerts.c.run_id == run_id, arena_alerts.c.alert_id == row.alert_id
+                )
+            )
+            connection.execute(delete(alert_episodes).where(alert_episodes.c.id == episode))
+            _set_watch(connection, t, run_id, None)
+            continue
+        alert_id = _resolve(connection, t, run_id, episode, ended)
+        text = "the run had ended (its final status arrived late, with the time it ended)"
+        write_alerts(
+            connection, run_id, [ArenaAlert(alert_id, "resolved: heartbeat", text, "info", None)]
+        )
+        fired.append(Fired(alert_id, False, episode))
+    return fired
+
+
 def like_of(pattern: str) -> str | None:
     """A metric glob as an SQL LIKE pattern (escaped with ``\\``), or None when it has a
     ``[…]`` class, which LIKE cannot say."""
@@ -213,7 +276,8 @@ def series_arrivals(
         .where(
             runs.c.project_id == project_id,
             runs.c.updated_at >= since,
-            runs.c.status.is_(None) | (runs.c.status == "running"),
+            # A Trackio run's unknown end is no end: a stall is the one sign that it died.
+            runs.c.status.is_(None) | runs.c.status.in_(("running", END_UNKNOWN_STATUS)),
         )
     )
     if run_id is not None:

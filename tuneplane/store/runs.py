@@ -192,7 +192,9 @@ def set_status(connection: Connection, scope: TokenScope, report: StatusReport) 
     the status of its latest attempt, so a late report from an older one changes nothing."""
     now = time.time()
     current = connection.execute(
-        select(attempts.c.status, attempts.c.exit_code).where(attempts.c.id == scope.attempt_id)
+        select(attempts.c.status, attempts.c.exit_code, attempts.c.started_at).where(
+            attempts.c.id == scope.attempt_id
+        )
     ).one()
     if current.status in TERMINAL_STATUSES:
         if (current.status, current.exit_code) == (report.status, report.exit_code):
@@ -201,7 +203,7 @@ def set_status(connection: Connection, scope: TokenScope, report: StatusReport) 
             f"status: attempt {scope.attempt} already ended as {current.status}"
             f" (exit code {current.exit_code}); a finished attempt cannot change"
         )
-    ended = now if report.status in TERMINAL_STATUSES else None
+    ended = ended_at(report, current.started_at, now)
     connection.execute(
         update(attempts)
         .where(attempts.c.id == scope.attempt_id)
@@ -223,6 +225,16 @@ def mark_end_unknown(connection: Connection, project: str, run: str) -> None:
         .where(runs.c.project_id == project_id, runs.c.name == run, runs.c.status.is_(None))
         .values(status=END_UNKNOWN_STATUS)
     )
+
+
+def ended_at(report: StatusReport, started_at: float, now: float) -> float | None:
+    """When the attempt ended: the time its final status says (one that arrived late),
+    within the attempt's start and now, else now; None for ``running``."""
+    if report.status not in TERMINAL_STATUSES:
+        return None
+    if report.time is None:
+        return now
+    return min(now, max(started_at, report.time))
 
 
 def record_heartbeat(connection: Connection, scope: TokenScope, health: dict[str, float]) -> None:
