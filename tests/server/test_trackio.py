@@ -4,6 +4,8 @@ out or refused. The real clients against a real server are in tests/trackio/."""
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import INGEST_SECRET
 from tests.server.conftest import OPEN_PROJECT, SECRET_PROJECT, World
+from tuneplane.server.app import create_app
 from tuneplane.server.settings import Settings
 
 TOKEN = "x-trackio-write-token"
@@ -245,3 +248,22 @@ def start(client: TestClient, run: str) -> str:
     assert answer.status_code == 201, answer.text
     token: str = answer.json()["token"]
     return token
+
+
+def test_a_stall_rule_still_watches_a_trackio_run(settings: Settings) -> None:
+    """``unknown`` is no end: a run that stops sending points is what a ``stall`` rule is
+    for, and for a Trackio run (no heartbeat) the only sign that it died."""
+    with TestClient(create_app(replace(settings, alert_check_interval=0.2))) as client:
+        key = (settings.data_dir / "admin.key").read_text().strip()
+        client.headers["Authorization"] = f"Bearer {key}"
+        token = {TOKEN: key}
+        assert call(client, "bulk_log", token, logs=[entry("tk", "r", 0, "a0", loss=1)]).is_success
+        stall = {"kind": "stall", "metric": "loss", "seconds": 0.5}
+        assert client.post("/api/v1/projects/tk/alert-rules", json=stall).status_code == 201
+        assert call(client, "bulk_log", token, logs=[entry("tk", "r", 1, "a1", loss=1)]).is_success
+        assert _status(client, "r") == "unknown"
+        deadline = time.monotonic() + 10
+        while not (found := client.get("/api/v1/projects/tk/runs/r/alerts").json()):
+            assert time.monotonic() < deadline, "the stall rule never fired"
+            time.sleep(0.1)
+        assert found[0]["title"].startswith("loss: no point for "), found
