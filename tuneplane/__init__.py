@@ -13,8 +13,6 @@ rollout (:func:`truncate_messages` cuts a long one, saying so)::
         tuneplane.distribution("rollout/reward", rewards, bounds=[0, 1, 2, 4, 8])
 """
 
-__version__ = "0.1.0"
-
 # The version is defined first: the client reads it for its User-Agent.
 from tuneplane.client import default as _default
 from tuneplane.client.default import (
@@ -37,6 +35,7 @@ from tuneplane.client.health import Health
 from tuneplane.client.reporter import Reporter
 from tuneplane.client.session import Run, alert, finish, init, log, trajectory
 from tuneplane.client.trajectories import truncate_messages
+from tuneplane.contract.version import __version__
 
 # Under `tuneplane run`: the reporter's thread, started now, so no training call waits for it.
 _default.prepare()

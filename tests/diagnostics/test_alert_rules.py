@@ -9,11 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuneplane.contract.alert_rules import DEFAULT_RULES, Baseline, RuleSpec, merge_rule, parse_rule
+from tuneplane.contract.alert_rules import (
+    DEFAULT_RULES,
+    Baseline,
+    Rule,
+    RuleSpec,
+    merge_rule,
+    parse_rule,
+)
 from tuneplane.contract.errors import InvalidInput, MalformedRequest
 from tuneplane.diagnostics.alert_rules import (
     Extent,
-    Rule,
     SeriesRules,
     Watch,
     judge_eval_drop,

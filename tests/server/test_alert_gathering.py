@@ -10,9 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuneplane.contract.alert_rules import parse_rule
+from tuneplane.contract.alert_rules import Rule, parse_rule
 from tuneplane.contract.arena import parse_arena_batch
-from tuneplane.diagnostics.alert_rules import Rule
 from tuneplane.server.alerting import AlertEngine, ArenaPoints, _Index, _joined, _RunWatches
 from tuneplane.store.alert_rules import ProjectRules
 

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from tuneplane import __version__
+from tuneplane.contract.version import __version__
 
 _STATUS_OK: Final = range(200, 300)
 

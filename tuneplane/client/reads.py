@@ -19,8 +19,8 @@ from urllib.parse import quote
 
 import httpx
 
-from tuneplane import __version__
 from tuneplane.contract import environment
+from tuneplane.contract.version import __version__
 
 #: Exit codes of the reading commands (2 is a usage error or a bad setting, as everywhere).
 NOT_FOUND: Final = 1

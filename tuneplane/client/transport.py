@@ -22,7 +22,7 @@ from typing import Any, Final
 import httpx
 import orjson
 
-from tuneplane import __version__
+from tuneplane.contract.version import __version__
 
 #: Statuses worth retrying besides 5xx: the request was fine, the server was busy.
 _RETRYABLE: Final = frozenset({408, 425, 429})

@@ -335,3 +335,27 @@ __all__ = [
     "parse_rule",
     "parse_webhook",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A stored rule: its id, what it says, and the one run it is limited to (if any)."""
+
+    id: int
+    spec: RuleSpec
+    run_id: int | None = None
+
+    def applies_to(self, run_id: int) -> bool:
+        return self.run_id is None or self.run_id == run_id
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """An episode of ``rule_id`` on ``subject`` opens (``opens``) or resolves."""
+
+    rule_id: int
+    subject: str
+    opens: bool
+    title: str
+    text: str
+    step: int | None = None

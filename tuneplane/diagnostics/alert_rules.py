@@ -21,22 +21,10 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from tuneplane.contract.alert_rules import RuleSpec
+from tuneplane.contract.alert_rules import Rule, RuleSpec, Transition
 
 #: A point as rules see it: (step, value), the value None when NaN or infinite.
 Point = tuple[int, float | None]
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """A stored rule: its id, what it says, and the one run it is limited to (if any)."""
-
-    id: int
-    spec: RuleSpec
-    run_id: int | None = None
-
-    def applies_to(self, run_id: int) -> bool:
-        return self.run_id is None or self.run_id == run_id
 
 
 @dataclass(slots=True)
@@ -46,18 +34,6 @@ class Watch:
     open: bool = False
     anchor_step: int | None = None
     anchor_value: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Transition:
-    """An episode of ``rule_id`` on ``subject`` opens (``opens``) or resolves."""
-
-    rule_id: int
-    subject: str
-    opens: bool
-    title: str
-    text: str
-    step: int | None = None
 
 
 def matches(pattern: str, name: str) -> bool:

@@ -19,8 +19,8 @@ from typing import Final
 
 from starlette.concurrency import run_in_threadpool
 
+from tuneplane.contract.alert_rules import Transition
 from tuneplane.diagnostics.alert_rules import (
-    Transition,
     Watch,
     judge_heartbeat,
     judge_stall,

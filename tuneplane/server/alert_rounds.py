@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
-from tuneplane.diagnostics.alert_rules import Rule
+from tuneplane.contract.alert_rules import Rule
 from tuneplane.evaluation.matched import Difference, matched_difference, transitions
 from tuneplane.evaluation.outcomes import RoundCounts
 from tuneplane.store import evaluation

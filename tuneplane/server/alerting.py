@@ -32,13 +32,12 @@ from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
 
+from tuneplane.contract.alert_rules import Rule, Transition
 from tuneplane.contract.arena import ArenaBatch
 from tuneplane.contract.observations import Observation
 from tuneplane.contract.protocol import ScalarBatch
 from tuneplane.diagnostics.alert_rules import (
-    Rule,
     SeriesRules,
-    Transition,
     Watch,
     judge_eval_drop,
     judge_series,

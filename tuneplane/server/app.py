@@ -16,9 +16,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
-from tuneplane import __version__
 from tuneplane.blobs import open_blob_store
 from tuneplane.contract.errors import TuneplaneError
+from tuneplane.contract.version import __version__
 from tuneplane.launch.recipes import load_recipes
 from tuneplane.server import (
     alert_checker,

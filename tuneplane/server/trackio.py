@@ -24,7 +24,6 @@ from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from tuneplane import __version__
 from tuneplane.contract.access import Actor, decide
 from tuneplane.contract.arena import ArenaBatch
 from tuneplane.contract.environment import API_KEY_PREFIX
@@ -49,6 +48,7 @@ from tuneplane.contract.trackio import (
     parse_bulk_log_system,
     run_key,
 )
+from tuneplane.contract.version import __version__
 from tuneplane.server.access import Forbidden, api_key_actor
 from tuneplane.server.body import read_body
 from tuneplane.server.responses import JSON

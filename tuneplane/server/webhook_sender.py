@@ -25,8 +25,8 @@ from typing import Final
 import httpx
 from starlette.concurrency import run_in_threadpool
 
-from tuneplane import __version__
 from tuneplane.contract.alert_rules import SIGNATURE_HEADER, WEBHOOK_TIMEOUT_SECONDS
+from tuneplane.contract.version import __version__
 from tuneplane.server.alerting import AlertEngine
 from tuneplane.server.outbound import OutboundPolicy, Refused
 from tuneplane.store import alert_episodes, webhooks

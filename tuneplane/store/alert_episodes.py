@@ -299,7 +299,7 @@ def heartbeats(
     if run_id is not None:
         query = query.where(runs.c.id == run_id)
     return [
-        (int(r), float(at), status not in (None, "running"))
+        (int(r), float(at), status not in (None, "running", END_UNKNOWN_STATUS))
         for r, at, status in connection.execute(query)
     ]
 

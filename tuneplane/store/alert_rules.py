@@ -15,12 +15,12 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 from tuneplane.contract.alert_rules import (
     DEFAULT_RULES,
     RULES_PER_PROJECT_MAX,
+    Rule,
     RuleSpec,
     merge_rule,
     parse_rule,
 )
 from tuneplane.contract.errors import InvalidInput, MalformedRequest, NotFound, Violation
-from tuneplane.diagnostics.alert_rules import Rule
 from tuneplane.store.dialect import upsert
 from tuneplane.store.schema import (
     alert_episodes,
