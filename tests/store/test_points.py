@@ -24,6 +24,7 @@ from tuneplane.store.points import (
     read_chart,
     read_page,
     series_extremes,
+    values_at,
 )
 from tuneplane.store.sql import Dialect
 
@@ -98,9 +99,23 @@ def _check(database: Database, model: Model) -> None:
         if not keys:
             return
         lo, hi = keys[0][0], keys[-1][0]
+        _check_values_at(connection, model, lo, hi)
         for max_points in (1, 3, 50, 10_000):
             for start, end in ((lo, hi), (lo + (hi - lo) // 3, hi - (hi - lo) // 4)):
                 _check_chart(connection, model, start, end, max_points)
+
+
+def _check_values_at(connection: Connection, model: Model, lo: int, hi: int) -> None:
+    """Each probed step pairs with the series' last point at or before it (None before)."""
+    keys = sorted(model)
+    every = {step for step, _ in keys[:: max(1, len(keys) // 9)]}
+    probes = sorted({lo - 1, lo, (lo + hi) // 2, hi, hi + 1, *every, *(s + 1 for s in every)})
+    probes = [step for step in probes if step >= 0]
+    expected = []
+    for step in probes:
+        before = [key for key in keys if key[0] <= step]
+        expected.append(model[before[-1]] if before else None)
+    assert values_at(connection, METRIC, probes) == expected
 
 
 def _check_chart(connection: Connection, model: Model, lo: int, hi: int, max_points: int) -> None:

@@ -135,6 +135,8 @@ class BucketOut(BaseModel):
     mean: float
     last: float
     time: float
+    #: with ?x=<metric>: that metric's value at step_max (or its last before), else absent
+    x: float | None = None
 
 
 class Downsampled(BaseModel):

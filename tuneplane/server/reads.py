@@ -61,6 +61,14 @@ StartStep = Annotated[int | None, Query(ge=0, le=STEP_MAX, description="first st
 EndStep = Annotated[int | None, Query(ge=0, le=STEP_MAX, description="last step (inclusive)")]
 PageLimit = Annotated[int, Query(ge=1, le=POINTS_PAGE_MAX)]
 RunNames = Annotated[str, Query(description="run names, comma-separated")]
+XMetric = Annotated[
+    str | None,
+    Query(
+        description="another metric of the run: each bucket gains x, that metric's value at "
+        "the bucket's last step (or its last value before it; null before its first)",
+        min_length=1,
+    ),
+]
 
 
 @router.get("/projects", response_model=list[ProjectOut])
@@ -229,6 +237,7 @@ def read_points(
     end: EndStep = None,
     cursor: str | None = None,
     limit: PageLimit = POINTS_PAGE_DEFAULT,
+    x: XMetric = None,
 ) -> Response:
     """Metric names may contain ``/``: ``…/points/train/loss`` reads ``train/loss``.
 
@@ -238,15 +247,35 @@ def read_points(
     With ``max_points=N``: at most N buckets over about equal step ranges, each with its
     exact step range, count, min, max, mean and last value, computed in the store, so spikes
     stay visible however long the series. A series that fits is returned one point per
-    bucket with ``downsampled: false``.
+    bucket with ``downsampled: false``. With ``x=<metric>`` each bucket also carries that
+    metric's value at its last step, to chart the series over it (an epoch, a token count).
     """
+    _x_needs_max_points(x, max_points)
     with app_state(request).database.connect() as connection:
         run_row = catalog.get_run(connection, project, run)
         metric_id = catalog.get_metric_id(connection, run_row.id, metric)
         if max_points is None:
             return JSON(_page_json(connection, metric, metric_id, cursor, start, end, limit))
-        chart = _chart_json(connection, metric_id, start, end, max_points)
+        x_id = _x_id(connection, run_row.id, x)
+        chart = _chart_json(connection, metric_id, start, end, max_points, x_id)
     return JSON({"metric": metric, **chart})
+
+
+def _x_needs_max_points(x: str | None, max_points: int | None) -> None:
+    if x is not None and max_points is None:
+        raise InvalidInput((Violation("x", "pairs buckets only: give max_points too"),))
+
+
+#: A run without the x metric: its buckets' x are all null.
+NO_X = -1
+
+
+def _x_id(connection: Connection, run_id: int, x: str | None) -> int | None:
+    """The x metric's series of a run, NO_X when the run has none, None when none is asked."""
+    if x is None:
+        return None
+    found = catalog.find_metric_id(connection, run_id, x)
+    return NO_X if found is None else found
 
 
 def _page_json(
@@ -273,9 +302,15 @@ def _page_json(
 
 
 def _chart_json(
-    connection: Connection, metric_id: int, start: int | None, end: int | None, max_points: int
+    connection: Connection,
+    metric_id: int,
+    start: int | None,
+    end: int | None,
+    max_points: int,
+    x_id: int | None = None,
 ) -> dict[str, object]:
-    """A series reduced to at most ``max_points`` buckets within ``start..end``."""
+    """A series reduced to at most ``max_points`` buckets within ``start..end``; with
+    ``x_id`` (see _x_id), each bucket paired with that series' value at its last step."""
     bounds = points.step_bounds(connection, metric_id)
     assert bounds is not None
     lo = max(bounds[0], start if start is not None else bounds[0])
@@ -285,44 +320,45 @@ def _chart_json(
         if lo <= hi
         else points.Chart(0, False, [])
     )
-    return {
-        "downsampled": chart.downsampled,
-        "total_points": chart.total,
-        "buckets": [
-            {
-                "step_min": b.step_min,
-                "step_max": b.step_max,
-                "count": b.count,
-                "min": b.min,
-                "max": b.max,
-                "mean": b.mean,
-                "last": b.last,
-                "time": b.time_last,
-            }
-            for b in chart.buckets
-        ],
-    }
+    buckets: list[dict[str, object]] = [
+        {
+            "step_min": b.step_min,
+            "step_max": b.step_max,
+            "count": b.count,
+            "min": b.min,
+            "max": b.max,
+            "mean": b.mean,
+            "last": b.last,
+            "time": b.time_last,
+        }
+        for b in chart.buckets
+    ]
+    if x_id is not None:
+        steps = [b.step_max for b in chart.buckets]
+        xs = [None] * len(steps) if x_id == NO_X else points.values_at(connection, x_id, steps)
+        for bucket, x in zip(buckets, xs, strict=True):
+            bucket["x"] = x
+    return {"downsampled": chart.downsampled, "total_points": chart.total, "buckets": buckets}
 
 
 def _charts(
     connection: Connection,
     label: str,
-    series: list[tuple[str, int | None]],
+    series: list[tuple[str, int | None, int | None]],
     start: int | None,
     end: int | None,
     max_points: int,
 ) -> tuple[list[dict[str, object]], list[str]]:
-    """The reduction of each named series (``{label: name, …}``), and the names that have
-    no such series."""
+    """The reduction of each named series (``{label: name, …}``; each with its x series, see
+    _x_id), and the names that have no such series."""
     found: list[dict[str, object]] = []
     missing: list[str] = []
-    for name, metric_id in series:
+    for name, metric_id, x_id in series:
         if metric_id is None:
             missing.append(name)
         else:
-            found.append(
-                {label: name, **_chart_json(connection, metric_id, start, end, max_points)}
-            )
+            chart = _chart_json(connection, metric_id, start, end, max_points, x_id)
+            found.append({label: name, **chart})
     return found, missing
 
 
@@ -342,6 +378,7 @@ def read_points_of_metrics(
     end: EndStep = None,
     cursor: str | None = None,
     limit: PageLimit = POINTS_PAGE_DEFAULT,
+    x: XMetric = None,
 ) -> Response:
     """With ``max_points=N``: what ``…/points/{metric}?max_points=N`` answers, for each
     named metric of the run in one request (the new points of every chart of a live run).
@@ -351,6 +388,7 @@ def read_points_of_metrics(
     ``…/points/{metric}`` answers. The query form reads any metric name, including those a
     path cannot carry (``a/../b``, ``.``, names with ``%``, ``?`` or ``#``)."""
     names = list(dict.fromkeys(metric))
+    _x_needs_max_points(x, max_points)
     if max_points is None:
         if len(names) != 1:
             raise InvalidInput(
@@ -365,7 +403,8 @@ def read_points_of_metrics(
         raise InvalidInput((Violation("metric", f"name at most {CHART_SERIES_MAX} metrics"),))
     with app_state(request).database.connect() as connection:
         run_id = catalog.get_run(connection, project, run).id
-        series = [(name, catalog.find_metric_id(connection, run_id, name)) for name in names]
+        x_id = _x_id(connection, run_id, x)
+        series = [(name, catalog.find_metric_id(connection, run_id, name), x_id) for name in names]
         found, missing = _charts(connection, "metric", series, start, end, max_points)
     return JSON({"run": run, "metrics": found, "missing": missing})
 
@@ -383,11 +422,12 @@ def read_points_of_runs(
     max_points: MaxPoints,
     start: StartStep = None,
     end: EndStep = None,
+    x: XMetric = None,
 ) -> Response:
     """What ``…/runs/{run}/points/{metric}?max_points=N`` answers, for each named run in
     one request (a comparison of many runs). Runs without the metric are listed under
     ``missing``; an unknown run is a 404."""
-    return _points_of_runs(request, project, metric, runs, max_points, start, end)
+    return _points_of_runs(request, project, metric, runs, max_points, start, end, x)
 
 
 @router.get(
@@ -403,10 +443,11 @@ def read_points_of_runs_by_query(
     max_points: MaxPoints,
     start: StartStep = None,
     end: EndStep = None,
+    x: XMetric = None,
 ) -> Response:
     """``…/points/{metric}?runs=…`` with the metric in the query, which carries any name
     (a path cannot carry ``a/../b``, ``.``, or names with ``%``, ``?`` or ``#``)."""
-    return _points_of_runs(request, project, metric, runs, max_points, start, end)
+    return _points_of_runs(request, project, metric, runs, max_points, start, end, x)
 
 
 def _points_of_runs(
@@ -417,17 +458,14 @@ def _points_of_runs(
     max_points: int,
     start: int | None,
     end: int | None,
+    x: str | None = None,
 ) -> Response:
     with app_state(request).database.connect() as connection:
-        series = [
-            (
-                name,
-                catalog.find_metric_id(
-                    connection, catalog.get_run(connection, project, name).id, metric
-                ),
-            )
-            for name in run_names(runs)
-        ]
+        series: list[tuple[str, int | None, int | None]] = []
+        for name in run_names(runs):
+            run_id = catalog.get_run(connection, project, name).id
+            metric_id = catalog.find_metric_id(connection, run_id, metric)
+            series.append((name, metric_id, _x_id(connection, run_id, x)))
         found, missing = _charts(connection, "run", series, start, end, max_points)
     return JSON({"metric": metric, "runs": found, "missing": missing})
 

@@ -719,6 +719,41 @@ def _unpack_blocks(
     return found
 
 
+def values_at(connection: Connection, metric_id: int, steps: Sequence[int]) -> list[float | None]:
+    """The series' value at each of ``steps`` (ascending), or its last one before that step;
+    None before its first point. Pairs another series' points with this one by step (a chart
+    over ``train/epoch`` rather than the step). A step at or after a block's last step reads
+    the block's rollup; only blocks with a step inside them are unpacked, at most one a step.
+    """
+    if not steps:
+        return []
+    rollups = _block_rows(
+        connection, "first_step, last_step, last_value", metric_id, lo=steps[0], hi=steps[-1]
+    )
+    firsts = [row[0] for row in rollups]
+    holding = [bisect_right(firsts, step) - 1 for step in steps]
+    inside = sorted(
+        {
+            rollups[i][0]
+            for i, step in zip(holding, steps, strict=True)
+            if i >= 0 and step < rollups[i][1]
+        }
+    )
+    arrays = _unpack_blocks(connection, metric_id, inside)
+    found: list[float | None] = []
+    for i, step in zip(holding, steps, strict=True):
+        if i < 0:
+            found.append(None)
+            continue
+        first_step, last_step, last_value = rollups[i]
+        if step >= last_step:
+            found.append(float(last_value))
+            continue
+        block = arrays[first_step]
+        found.append(block.values[bisect_right(block.steps, step) - 1])
+    return found
+
+
 def step_bounds(connection: Connection, metric_id: int) -> tuple[int, int] | None:
     row = connection.execute(
         select(metrics.c.first_step, metrics.c.last_step).where(metrics.c.id == metric_id)
@@ -787,5 +822,6 @@ __all__ = [
     "step_bounds",
     "store_new_points",
     "summarize",
+    "values_at",
     "write_points",
 ]

@@ -18,7 +18,9 @@ export function axes(view, colors) {
       ? (u, splits) => splits.map((v) => (v == null ? null : fmtStep(v)))
       : view.x === "relative"
         ? (u, splits) => splits.map((v) => (v == null ? null : fmtDuration(v)))
-        : undefined;
+        : view.x === "time"
+          ? undefined
+          : (u, splits, axisIdx, space, incr) => fmtTicks(splits, incr);
   const y = view.log
     ? {
         values: (u, splits) => splits.map(fmtLogTick),

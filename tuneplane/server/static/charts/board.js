@@ -6,7 +6,7 @@ import * as api from "../lib/api.js";
 import { debug } from "../lib/debug.js";
 import { h, perFrame } from "../lib/dom.js";
 import { THEME_EVENT } from "../lib/theme.js";
-import { roundZoom } from "../lib/url.js";
+import { roundZoom, xMetric } from "../lib/url.js";
 import { Chart } from "./chart.js";
 import { groupMetrics } from "./order.js";
 import { Series, pointBucket, stepRange, xValues } from "./series.js";
@@ -209,22 +209,25 @@ export class Board {
 
   /** The whole series of one run, downsampled to the chart's width. */
   async loadRun(slot, ref) {
+    // Into the map held when asked: a new x axis (see reload) replaces it meanwhile.
+    const full = slot.full;
     const summary = this.summaries.get(ref.key).get(slot.metric);
     const [body, invalid] = await Promise.all([
-      api.points(ref.project, ref.run, slot.metric, { maxPoints: this.buckets(slot) }),
+      api.points(ref.project, ref.run, slot.metric, { maxPoints: this.buckets(slot), x: this.xMetric }),
       summary.invalid_count ? api.invalid(ref.project, ref.run, slot.metric) : [],
     ]);
-    slot.full.set(ref.key, { series: Series.from(body), invalid, corrected: summary.corrected });
+    full.set(ref.key, { series: Series.from(body), invalid, corrected: summary.corrected });
   }
 
   /** The whole series of several runs of one project, in one request. */
   async loadRuns(slot, project, refs) {
+    const full = slot.full;
     const [body, invalids] = await Promise.all([
       api.pointsOfRuns(
         project,
         refs.map((ref) => ref.run),
         slot.metric,
-        { maxPoints: this.buckets(slot) },
+        { maxPoints: this.buckets(slot), x: this.xMetric },
       ),
       Promise.all(
         refs.map((ref) =>
@@ -239,7 +242,7 @@ export class Board {
       const entry = byRun.get(ref.run);
       if (!entry) return;
       const { corrected } = this.summaries.get(ref.key).get(slot.metric);
-      slot.full.set(ref.key, { series: Series.from(entry), invalid: invalids[index], corrected });
+      full.set(ref.key, { series: Series.from(entry), invalid: invalids[index], corrected });
     });
   }
 
@@ -291,15 +294,37 @@ export class Board {
     });
   }
 
-  /** New x-axis, smoothing or log scale: redraw from what is held (a new axis unzooms). */
+  /** The metric the x axis is over, or null (see lib/url.js xMetric). */
+  get xMetric() {
+    return xMetric(this.view.x);
+  }
+
+  /**
+   * New x-axis, smoothing or log scale: redraw from what is held (a new axis unzooms). An
+   * axis over another metric (or another one) loads every chart again: the server pairs
+   * its points with that metric's.
+   */
   setView(view) {
     const relayout =
       view.filter !== this.view.filter || view.metrics.join("\n") !== this.view.metrics.join("\n");
     const unzoom = view.x !== this.view.x && this.range;
+    const reload = xMetric(view.x) !== this.xMetric;
     this.view = view;
     if (unzoom) this.resetZoom();
     if (relayout) this.render();
-    for (const slot of this.slots.values()) if (slot.loaded) this.drawSlot(slot);
+    for (const slot of this.slots.values()) {
+      if (reload) this.reload(slot);
+      else if (slot.loaded) this.drawSlot(slot);
+    }
+  }
+
+  /** Forget what a chart holds; one on the page loads again at once, another when shown. */
+  reload(slot) {
+    slot.full = new Map();
+    slot.zoomed = null;
+    slot.loaded = false;
+    this.dirty.delete(slot);
+    if (slot.chart) this.loadSlot(slot).catch((error) => this.failed(slot, error));
   }
 
   async zoom(lo, hi) {
@@ -330,6 +355,7 @@ export class Board {
                 maxPoints: this.buckets(slot),
                 start: steps[0],
                 end: steps[1],
+                x: this.xMetric,
               })
             : { buckets: [] };
           zoomed.set(ref.key, { series: Series.from(body), invalid });
@@ -383,9 +409,10 @@ export class Board {
       summaries.set(summary.metric, summary);
     }
     if (added) this.render();
-    let fetch = false;
+    // Pushed points come without the x axis' metric: the server pairs them when fetched.
+    let fetch = this.xMetric != null;
     const reload = [];
-    for (const change of changes) {
+    for (const change of fetch ? [] : changes) {
       const slot = this.slots.get(change.metric);
       if (!slot?.loaded) continue; // loads everything when it is first shown
       const held = slot.full.get(ref.key);
@@ -460,6 +487,7 @@ export class Board {
         {
           maxPoints: Math.min(...part.map(({ slot }) => this.buckets(slot))),
           start: Math.min(...part.map(({ held }) => (held.series.lastStep ?? -1) + 1)),
+          x: this.xMetric,
         },
       );
       const answers = new Map(body.metrics.map((entry) => [entry.metric, entry]));

@@ -11,6 +11,7 @@ import { h, morph } from "../lib/dom.js";
 import { fileName, saveBlob } from "../lib/download.js";
 import { fmtInt, fmtStep } from "../lib/format.js";
 import { chartColors, theme } from "../lib/theme.js";
+import { xMetric } from "../lib/url.js";
 import { axes, axesShown } from "./axes.js";
 import { PlotLayer } from "./layer.js";
 import { Legend } from "./legend.js";
@@ -103,6 +104,7 @@ export class Chart {
     // What uPlot's options depend on (its scales and axes): anything else it is only told.
     const signature = `${view.x} ${view.log} ${theme()}`;
     const y = [Math.min(...parts.map((p) => p.y[0])), Math.max(...parts.map((p) => p.y[1]))];
+    const x = xExtent(tables, xMetric(view.x) != null);
     const marks = JSON.stringify(this.marks);
     // A live point that moves nothing on screen by a quarter pixel or more (a point folded
     // into a bucket hundreds of steps wide) is kept, not drawn: redrawing and compositing
@@ -112,7 +114,7 @@ export class Chart {
       this.uplot &&
       signature === this.signature &&
       marks === this.drawn?.marks &&
-      samePlace(this.drawn, parts, tables, y, this.uplot.bbox, view.log);
+      samePlace(this.drawn, parts, x, y, this.uplot.bbox, view.log);
     if (unchanged) {
       this.skipped += 1;
     } else {
@@ -128,8 +130,8 @@ export class Chart {
         const first = parts[i].band ? 3 : 1; // the columns after xs, and the band's min and max
         return lineStyles(run, smooth).map((style, j) => ({ table: parts[i].id, column: first + j, ...style }));
       });
-      this.drawn = { parts, ends, x: xExtent(tables), y, marks, bands, lines: drawnLines };
-      const data = extentData(tables, y);
+      this.drawn = { parts, ends, x, y, marks, bands, lines: drawnLines };
+      const data = extentData(x, y);
       if (signature !== this.signature || !this.uplot) {
         this.destroy();
         this.uplot = new uPlot(this.options(view), data, this.plot);
@@ -169,10 +171,12 @@ export class Chart {
     const xs = xValues(series, view.x, t0);
     const emaState = { acc: 0, seen: 0 };
     const smoothed = view.smooth > 0 ? ema(series.mean, series.count, view.smooth, undefined, 0, emaState) : null;
-    const lines = [xs, positive(series.mean, view.log)];
-    if (smoothed) lines.push(positive(smoothed, view.log));
+    // Over another metric, a bucket before that metric's first point has no place: a gap.
+    const placed = xs.includes(null) ? (ys) => ys.map((y, i) => (xs[i] == null ? null : y)) : (ys) => ys;
+    const lines = [xs, placed(positive(series.mean, view.log))];
+    if (smoothed) lines.push(placed(positive(smoothed, view.log)));
     const band = series.downsampled
-      ? { min: positive(series.min, view.log), max: positive(series.max, view.log) }
+      ? { min: placed(positive(series.min, view.log)), max: placed(positive(series.max, view.log)) }
       : null;
     const table = band ? [xs, band.min, band.max, ...lines.slice(1)] : lines;
     // The extent of all but the last row: a live point changes the last row or adds rows.
@@ -475,11 +479,10 @@ function lineStyles(run, smooth) {
 }
 
 /**
- * uPlot's data: the x extent of every table (runs and marks) and the y extent of every value
- * drawn, from which it sets its scales. It draws no series (the layer does).
+ * uPlot's data: the x extent of every table (runs and marks, see xExtent) and the y extent of
+ * every value drawn, from which it sets its scales. It draws no series (the layer does).
  */
-function extentData(tables, [ya, yb]) {
-  const [xa, xb] = xExtent(tables);
+function extentData([xa, xb], [ya, yb]) {
   if (!(xb >= xa)) return [[], []];
   const ys = yb >= ya ? [ya, yb] : [null, null];
   return xa === xb ? [[xa], [ys[0]]] : [[xa, xb], ys];
@@ -503,16 +506,15 @@ function extent(table, from, to, [lo, hi] = [Infinity, -Infinity]) {
  * Whether `parts` would be drawn where the last drawing put them, within a quarter of a
  * canvas pixel: the same parts (made again, they are drawn again), the same y extent (so the
  * same y scale), the same rows, and every x and y position moved less than that. The x scale
- * spans the lowest to the highest x of `tables` (the parts' and the marks'). A part changes
+ * spans [na, nb], the x extent of the parts and the marks (see xExtent). A part changes
  * only from the last row it had when drawn (see extend()): the rows before it moved only
  * with the x scale, and positions are linear in x, so none of them moved more than its first
  * or that last row's old x would; those and the last row are checked.
  */
-function samePlace(drawn, parts, tables, y, bbox, log) {
+function samePlace(drawn, parts, [na, nb], y, bbox, log) {
   if (!drawn || drawn.parts.length !== parts.length) return false;
   if (y[0] !== drawn.y[0] || y[1] !== drawn.y[1]) return false;
   const [oa, ob] = drawn.x;
-  const [na, nb] = xExtent(tables);
   if (!(ob > oa && nb > na)) return false;
   const xMoved = (u, v) => !(Math.abs(((v - na) / (nb - na) - (u - oa) / (ob - oa)) * bbox.width) < TOLERANCE);
   const scaled = (v) => (log ? Math.log10(v) : v);
@@ -538,14 +540,26 @@ function samePlace(drawn, parts, tables, y, bbox, log) {
   return true;
 }
 
-/** The lowest and highest x of tables whose xs ascend. */
-function xExtent(tables) {
+/**
+ * The lowest and highest x of tables. Steps and times ascend: their ends are read. Another
+ * metric's values (see xValues) need not, and may be null: with `scan`, every one is.
+ */
+function xExtent(tables, scan = false) {
   let lo = Infinity;
   let hi = -Infinity;
   for (const [xs] of tables) {
     if (!xs.length) continue;
-    lo = Math.min(lo, xs[0]);
-    hi = Math.max(hi, xs[xs.length - 1]);
+    const [first, last] = [xs[0], xs[xs.length - 1]];
+    if (!scan && first != null && last != null) {
+      lo = Math.min(lo, first);
+      hi = Math.max(hi, last);
+      continue;
+    }
+    for (const x of xs) {
+      if (x == null) continue;
+      if (x < lo) lo = x;
+      if (x > hi) hi = x;
+    }
   }
   return [lo, hi];
 }

@@ -8,6 +8,7 @@
 
 import { h } from "../lib/dom.js";
 import { fmtDuration, fmtInt, fmtNum, fmtTime } from "../lib/format.js";
+import { xMetric } from "../lib/url.js";
 import { nearest } from "./series.js";
 
 /** Charts of at most this many runs show their last values while the cursor is elsewhere. */
@@ -110,6 +111,8 @@ function pointShown(entry, x, axis) {
   let where = steps;
   if (axis === "time") where = `${fmtTime(series.time[index])} · ${steps}`;
   if (axis === "relative") where = `+${fmtDuration(entry.xs[index])} · ${steps}`;
+  const over = xMetric(axis);
+  if (over) where = `${over} ${fmtNum(entry.xs[index])} · ${steps}`;
   const shown = entry.smooth ? entry.smooth[index] : entry.raw[index];
   const notes = entry.smooth ? [`raw ${fmtNum(entry.raw[index])}`] : [];
   return { value: fmtNum(shown), notes, where, steps };

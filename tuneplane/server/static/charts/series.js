@@ -11,6 +11,7 @@ export class Series {
     this.max = [];
     this.mean = [];
     this.time = [];
+    this.x = []; // with ?x=<metric>: that metric's value at each bucket's last step, or null
     this.points = 0;
     this.downsampled = false;
     this.version = 0; // counts the appends that changed it
@@ -43,6 +44,7 @@ export class Series {
         this.max[i] = Math.max(this.max[i], b.max);
         this.stepMax[i] = b.step_max;
         this.time[i] = b.time;
+        this.x[i] = b.x ?? null;
         this.points += b.count;
         continue;
       }
@@ -53,6 +55,7 @@ export class Series {
       this.max.push(b.max);
       this.mean.push(b.count === 1 ? b.last : b.mean);
       this.time.push(b.time);
+      this.x.push(b.x ?? null);
       this.points += b.count;
       if (b.count > 1) this.downsampled = true;
     }
@@ -74,14 +77,18 @@ export function pointBucket([step, value, time]) {
 }
 
 /**
- * The x of each bucket: its step (the middle of its step range), its wall time, or seconds
- * since `t0` (the run's creation), so runs started at different times line up. With `xs`
- * and `from`, only the buckets from there on are placed (in `xs`, in place).
+ * The x of each bucket: its step (the middle of its step range), its wall time, seconds
+ * since `t0` (the run's creation), so runs started at different times line up, or another
+ * metric's value at its last step as the server paired them (axis "metric:<name>"; null
+ * before that metric's first point). With `xs` and `from`, only the buckets from there on
+ * are placed (in `xs`, in place).
  */
 export function xValues(series, axis, t0 = 0, xs = new Array(series.length), from = 0) {
   const n = series.length;
   if (axis === "step") {
     for (let i = from; i < n; i++) xs[i] = (series.stepMin[i] + series.stepMax[i]) / 2;
+  } else if (axis.startsWith("metric:")) {
+    for (let i = from; i < n; i++) xs[i] = series.x[i];
   } else {
     const offset = axis === "relative" ? t0 : 0;
     let previous = from > 0 ? xs[from - 1] : -Infinity;

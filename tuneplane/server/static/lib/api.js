@@ -113,23 +113,27 @@ export const trialHistory = (project, name, round, trial) =>
 /** Matched evidence; each side is "project/run/round". */
 export const matched = (left, right) => getJSON(`/api/v1/evaluation/matched${query({ left, right })}`);
 
+// Point reads take x: another metric of the run, whose value at each bucket's last step the
+// server adds to the bucket (an x axis over that metric); null for the step.
+
 /** Several metrics of one run, each reduced to at most maxPoints: {metrics, missing}. */
-export function pointsOfMetrics(project, name, metrics, { maxPoints, start = null }) {
+export function pointsOfMetrics(project, name, metrics, { maxPoints, start = null, x = null }) {
   const q = new URLSearchParams();
   for (const metric of metrics) q.append("metric", metric);
   q.set("max_points", String(maxPoints));
   if (start != null) q.set("start", String(start));
+  if (x != null) q.set("x", x);
   return getJSON(`${runPath(project, name)}/points?${q}`);
 }
 
 /** One metric of several runs of a project, each reduced to at most maxPoints: {runs, missing}. */
-export const pointsOfRuns = (project, names, metric, { maxPoints }) =>
-  getJSON(`${projectPath(project)}/points${query({ metric, runs: names.join(","), max_points: maxPoints })}`);
+export const pointsOfRuns = (project, names, metric, { maxPoints, x = null }) =>
+  getJSON(`${projectPath(project)}/points${query({ metric, runs: names.join(","), max_points: maxPoints, x })}`);
 
 /** Buckets of one metric reduced by the server to at most maxPoints (within start..end). */
-export async function points(project, name, metric, { maxPoints, start = null, end = null, signal }) {
+export async function points(project, name, metric, { maxPoints, start = null, end = null, x = null, signal }) {
   const body = await getJSON(
-    `${runPath(project, name)}/points${query({ metric, max_points: maxPoints, start, end })}`,
+    `${runPath(project, name)}/points${query({ metric, max_points: maxPoints, start, end, x })}`,
     { signal },
   );
   if (!body.metrics.length) throw new ApiError(404, `metric ${metric} not found in this run`);

@@ -1,6 +1,7 @@
 // The view lives in the address, so a shared link reproduces it:
 //   ?x=time&smooth=0.6&log=1&metric=reward&metric=train/loss&filter=kl&zoom=1200,1850&tab=logs
-// (zoom is the dragged x range, in the units of the x axis)
+// (zoom is the dragged x range, in the units of the x axis; x=metric:train/epoch charts every
+// metric over another one, paired by step by the server)
 // (the Validation tab adds round=, status= and trial= of its own, the Training rollouts tab
 // category=, step= and after=; they are kept as they are)
 // Defaults are left out, and changing the view replaces the history entry.
@@ -9,6 +10,15 @@ import { here } from "./root.js";
 
 export const X_AXES = ["step", "time", "relative"];
 export const X_LABELS = { step: "step", time: "wall time", relative: "relative time" };
+const METRIC_AXIS = "metric:";
+
+/** The metric an x axis "metric:<name>" charts over, else null. */
+export function xMetric(x) {
+  return x?.startsWith(METRIC_AXIS) && x.length > METRIC_AXIS.length ? x.slice(METRIC_AXIS.length) : null;
+}
+
+/** The x axis over a metric. */
+export const metricAxis = (name) => `${METRIC_AXIS}${name}`;
 
 export const TABS = ["charts", "validation", "rollouts", "events", "logs"];
 const DEFAULTS = { x: "step", smooth: 0, log: false, metrics: [], filter: "", zoom: null, tab: "charts" };
@@ -17,7 +27,7 @@ export function readView(search = location.search) {
   const q = new URLSearchParams(search);
   const smooth = Number.parseFloat(q.get("smooth"));
   return {
-    x: X_AXES.includes(q.get("x")) ? q.get("x") : DEFAULTS.x,
+    x: X_AXES.includes(q.get("x")) || xMetric(q.get("x")) ? q.get("x") : DEFAULTS.x,
     smooth: Number.isFinite(smooth) ? Math.min(0.99, Math.max(0, smooth)) : DEFAULTS.smooth,
     log: q.get("log") === "1",
     metrics: q.getAll("metric"),

@@ -1,9 +1,10 @@
-// The chart controls: x axis, smoothing, log scale, which metrics, and the zoom state.
-// Every change becomes a new view, written to the address by the page.
+// The chart controls: x axis (the step, time, or another metric such as train/epoch),
+// smoothing, log scale, which metrics, and the zoom state. Every change becomes a new view,
+// written to the address by the page.
 
 import { debounce, h } from "../lib/dom.js";
-import { fmtDuration, fmtStep, fmtTime } from "../lib/format.js";
-import { X_AXES, X_LABELS } from "../lib/url.js";
+import { fmtDuration, fmtNum, fmtStep, fmtTime } from "../lib/format.js";
+import { X_AXES, X_LABELS, metricAxis, xMetric } from "../lib/url.js";
 import { groupMetrics } from "../charts/order.js";
 
 export function chartControls(view, { onChange, onResetZoom }) {
@@ -25,12 +26,37 @@ export function chartControls(view, { onChange, onResetZoom }) {
           name: "x-axis",
           value: x,
           checked: current.x === x,
-          onchange: () => change({ x }),
+          onchange: () => {
+            overMetric.value = "";
+            overMetric.classList.remove("chosen");
+            change({ x });
+          },
         }),
         h("span", { text: X_LABELS[x] }),
       ),
     ),
   );
+  // Or over a metric of the runs (its options are the metrics, see setMetrics).
+  const overMetric = h("select", {
+    name: "x-metric",
+    "aria-label": "x axis metric",
+    onchange: () => {
+      const name = overMetric.value;
+      for (const radio of axis.querySelectorAll("input")) radio.checked = !name && radio.value === "step";
+      overMetric.classList.toggle("chosen", Boolean(name));
+      change({ x: name ? metricAxis(name) : "step" });
+    },
+  });
+  const renderAxisMetrics = (names) => {
+    const over = xMetric(current.x);
+    const listed = over && !names.includes(over) ? [over, ...names] : names;
+    overMetric.replaceChildren(
+      h("option", { value: "", text: "metric…" }),
+      ...listed.map((name) => h("option", { value: name, text: name, selected: name === over })),
+    );
+    overMetric.value = over ?? "";
+    overMetric.classList.toggle("chosen", Boolean(over));
+  };
 
   const smoothValue = h("output", { class: "smooth-value", text: current.smooth.toFixed(2) });
   const smooth = h("input", {
@@ -131,7 +157,7 @@ export function chartControls(view, { onChange, onResetZoom }) {
   const el = h(
     "div",
     { class: "controls" },
-    h("span", { class: "control" }, h("span", { class: "control-label", text: "x" }), axis),
+    h("span", { class: "control" }, h("span", { class: "control-label", text: "x" }), axis, overMetric),
     h("label", { class: "control" }, h("span", { class: "control-label", text: "smoothing" }), smooth, smoothValue),
     h("label", { class: "control" }, log, h("span", { text: "log scale" })),
     filter,
@@ -144,11 +170,18 @@ export function chartControls(view, { onChange, onResetZoom }) {
     setMetrics(names) {
       allNames = names;
       renderPicker();
+      renderAxisMetrics(groupMetrics(names).flatMap((group) => group.metrics));
     },
     setZoom(range) {
       zoom.hidden = !range;
       if (!range) return;
-      const fmt = current.x === "step" ? fmtStep : current.x === "time" ? fmtTime : fmtDuration;
+      const fmt = xMetric(current.x)
+        ? fmtNum
+        : current.x === "step"
+          ? fmtStep
+          : current.x === "time"
+            ? fmtTime
+            : fmtDuration;
       zoomText.textContent = `zoomed to ${fmt(range[0])} – ${fmt(range[1])} (double-click a chart to reset)`;
     },
   };
