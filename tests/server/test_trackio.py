@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
 from tests.conftest import INGEST_SECRET
 from tests.server.conftest import OPEN_PROJECT, SECRET_PROJECT, World
 from tuneplane.server.app import create_app
 from tuneplane.server.settings import Settings
+from tuneplane.store.schema import runs
 
 TOKEN = "x-trackio-write-token"
 Admin = tuple[TestClient, dict[str, str]]
@@ -250,7 +252,7 @@ def start(client: TestClient, run: str) -> str:
     return token
 
 
-def test_a_stall_rule_still_watches_a_trackio_run(settings: Settings) -> None:
+def test_stall_and_heartbeat_rules_still_watch_a_trackio_run(settings: Settings) -> None:
     """``unknown`` is no end: a run that stops sending points is what a ``stall`` rule is
     for, and for a Trackio run (no heartbeat) the only sign that it died."""
     with TestClient(create_app(replace(settings, alert_check_interval=0.2))) as client:
@@ -267,3 +269,20 @@ def test_a_stall_rule_still_watches_a_trackio_run(settings: Settings) -> None:
             assert time.monotonic() < deadline, "the stall rule never fired"
             time.sleep(0.1)
         assert found[0]["title"].startswith("loss: no point for "), found
+        # An SDK attempt that resumes the run heartbeats before it reports a status: its
+        # heartbeat is watched from the first one.
+        ingest = {"Authorization": f"Bearer {start(client, 'r')}"}
+        health = {"queued": 0, "sent": 1, "dropped": 0, "failed_sends": 0, "queue_size": 0,
+                  "queue_capacity": 10, "interval": 10}  # fmt: skip
+        assert client.post("/api/v1/ingest/heartbeat", json=health, headers=ingest).is_success
+        database = client.app.state.tuneplane.database  # type: ignore[attr-defined]
+        database.run_write(lambda c: c.execute(update(runs).values(health_at=time.time() - 120)))
+        assert _status(client, "r") == "unknown"
+        while not any("heartbeat stale" in a["title"] for a in _alerts(client)):
+            assert time.monotonic() < deadline + 10, "the heartbeat rule never fired"
+            time.sleep(0.1)
+
+
+def _alerts(client: TestClient) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = client.get("/api/v1/projects/tk/runs/r/alerts").json()
+    return found
