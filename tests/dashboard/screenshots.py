@@ -2,7 +2,8 @@
 (or ``… screenshots trajectory.png`` for some of them).
 
 Starts a server on a temporary SQLite directory, sends the test runs through the public API
-and saves the main pages under ``docs/img/``. Trajectory bodies are shown to members with the
+(without the text that looks like HTML, which only the tests need) and saves the main pages
+under ``docs/img/``. Trajectory bodies are shown to members with the
 content permission only: their pages are taken signed in as the private project's owner.
 """
 
@@ -54,7 +55,7 @@ def main(wanted: list[str]) -> None:
         running_server("--data-dir", data_dir, env=ENV) as base,
         sync_playwright() as playwright,
     ):
-        seed(base, Path(data_dir))
+        seed(base, Path(data_dir), markup=False)
         seed_for_screenshots(base, Path(data_dir), *SIGNED_IN)
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for pages, login in ((PAGES, None), (SIGNED_IN_PAGES, SIGNED_IN)):

@@ -74,7 +74,8 @@ def arena_run(base: str, run: str, run_seed: int, steps: int, *, project: str = 
         post_ingest(base, {"logs": logs})
 
 
-def arena_alerts(base: str, run: str) -> None:
+def arena_alerts(base: str, run: str, *, markup: bool = True) -> None:
+    """The run's alerts; with ``markup``, one whose title and text look like HTML."""
     alerts = [
         alert(
             "reward-plateau-120",
@@ -100,25 +101,30 @@ def arena_alerts(base: str, run: str) -> None:
             step=239,
             text="Training ended after 239 updates. Evaluation will use the last checkpoint.",
         ),
-        alert(
-            "xss-title",
-            XSS,
-            level="warn",
-            run=run,
-            step=10,
-            text='<script>alert("text")</script> stays text',
-        ),
     ]
+    if markup:
+        alerts.append(
+            alert(
+                "xss-title",
+                XSS,
+                level="warn",
+                run=run,
+                step=10,
+                text='<script>alert("text")</script> stays text',
+            )
+        )
     for one in alerts:
         # One alert per request: received_at orders them, newest first on the reports page.
         post_ingest(base, {"alerts": [one]})
         time.sleep(0.01)
 
 
-def sdk_run(base: str, admin_key: str) -> str:
+def sdk_run(base: str, admin_key: str, *, markup: bool = True) -> str:
     """``lab/sdk-run``: created with the API key, scalars with NaN/inf steps, status,
-    heartbeat and log lines through its attempt token. Answers the token."""
-    token = start_sdk_run(base, admin_key, "sdk-run", {"lr": 1e-5, "batch_size": 64, "note": XSS})
+    heartbeat and log lines through its attempt token (with ``markup``, a config value and
+    a line that look like HTML). Answers the token."""
+    note = XSS if markup else "lr sweep 2 of 4"
+    token = start_sdk_run(base, admin_key, "sdk-run", {"lr": 1e-5, "batch_size": 64, "note": note})
     auth = {"Authorization": f"Bearer {token}"}
     steps = list(range(0, 400))
     body = {
@@ -153,7 +159,8 @@ def sdk_run(base: str, admin_key: str) -> str:
     ):
         response = httpx.post(f"{base}/api/v1/ingest/{path}", json=payload, headers=auth)
         assert response.status_code == 200, response.text
-    post_logs(base, token, 0, ["loading model Qwen2.5-0.5B", "step 1 loss 2.000", XSS])
+    third = XSS if markup else "step 2 loss 1.978"
+    post_logs(base, token, 0, ["loading model Qwen2.5-0.5B", "step 1 loss 2.000", third])
     post_logs(base, token, 3, ["CUDA warning: falling back to eager attention"], stream="stderr")
     return token
 
@@ -197,11 +204,13 @@ def post_logs(
     assert response.status_code == 200, response.text
 
 
-def seed(base: str, data_dir: Path) -> Seeded:
+def seed(base: str, data_dir: Path, *, markup: bool = True) -> Seeded:
+    """The runs every dashboard test reads. Without ``markup`` (the screenshots), no text
+    that looks like HTML, which the tests use to check user text stays text."""
     admin_key = (data_dir / "admin.key").read_text().strip()
     arena_run(base, "grpo-qwen-7", 0, 300)
     arena_run(base, "grpo-qwen-8", 1, 240)
-    arena_alerts(base, "grpo-qwen-7")
+    arena_alerts(base, "grpo-qwen-7", markup=markup)
     post_ingest(
         base,
         {
@@ -215,7 +224,7 @@ def seed(base: str, data_dir: Path) -> Seeded:
             ]
         },
     )
-    token = sdk_run(base, admin_key)
+    token = sdk_run(base, admin_key, markup=markup)
     # The Logs tab is read without signing in: the SDK project shows its logs to everyone.
     shown = httpx.patch(
         f"{base}/api/v1/projects/{SDK_PROJECT}/access",
@@ -223,5 +232,5 @@ def seed(base: str, data_dir: Path) -> Seeded:
         headers={"Authorization": f"Bearer {admin_key}"},
     )
     assert shown.status_code == 200, shown.text
-    seed_evaluation(base, admin_key)
+    seed_evaluation(base, admin_key, markup=markup)
     return Seeded(base=base, admin_key=admin_key, token=token)

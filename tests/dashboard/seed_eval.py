@@ -82,7 +82,7 @@ def trial(
     }
 
 
-def eval_base(base: str, admin_key: str) -> None:
+def eval_base(base: str, admin_key: str, *, markup: bool = True) -> None:
     token = new_attempt(base, admin_key, "eval-base")
     health = {
         "event_id": "health-5",
@@ -96,9 +96,11 @@ def eval_base(base: str, admin_key: str) -> None:
             HISTORY_TRIAL,
             "infra_error",
             0,
-            error_type=XSS,
+            error_type=XSS if markup else "VerifierTimeoutError",
             reason_code="verifier_timeout",
-            reason=f"the verifier timed out {XSS}",
+            reason=f"the verifier timed out {XSS}"
+            if markup
+            else "the verifier timed out after 600 s",
         ),
         trial("val-1", HISTORY_TRIAL, "failure", 1),
     ]
@@ -119,8 +121,12 @@ def eval_base(base: str, admin_key: str) -> None:
         }
         for step, counts in HISTOGRAMS.items()
     ]
-    named = [
-        {"event_id": "markup", "type": "event", "name": XSS, "step": 31, "fields": {"note": XSS}},
+    named = (
+        [{"event_id": "markup", "type": "event", "name": XSS, "step": 31, "fields": {"note": XSS}}]
+        if markup
+        else []
+    )
+    named += [
         {
             "event_id": "done-32",
             "type": "event",
@@ -159,6 +165,6 @@ def eval_tuned(base: str, admin_key: str) -> None:
     )
 
 
-def seed_evaluation(base: str, admin_key: str) -> None:
-    eval_base(base, admin_key)
+def seed_evaluation(base: str, admin_key: str, *, markup: bool = True) -> None:
+    eval_base(base, admin_key, markup=markup)
     eval_tuned(base, admin_key)
