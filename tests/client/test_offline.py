@@ -51,7 +51,15 @@ def run_script(
     code = SCRIPT.format(project=PROJECT, run=run, steps=steps, end=end)
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        env=runner_env(TUNEPLANE_URL=url, TUNEPLANE_SPOOL_DIR=str(spool), **env),
+        # A key, so that only the server is missing (the live test passes the real one).
+        env=runner_env(
+            **{
+                "TUNEPLANE_URL": url,
+                "TUNEPLANE_SPOOL_DIR": str(spool),
+                "TUNEPLANE_API_KEY": f"tpk_{uuid.uuid4().hex}",
+                **env,
+            }
+        ),
         capture_output=True,
         text=True,
         timeout=120,
@@ -121,6 +129,13 @@ def assert_job_arrived(server: Server, run: str, steps: int) -> None:
             if line["stream"] == stream and not line["text"].startswith("tuneplane: ")
         ]
         assert got == [expected_log(raw) for raw in expected_raw], stream
+
+
+def test_without_a_key_the_run_is_untracked_not_offline(tmp_path: Path) -> None:
+    done = run_script(dead_url(), tmp_path / "spool", "nokey", TUNEPLANE_API_KEY="")
+    assert "telemetry is off" in done.stderr
+    assert "no API key" in done.stderr
+    assert not (tmp_path / "spool").exists()
 
 
 def test_init_with_the_server_down_at_start_is_journaled_and_synced_once(
@@ -338,3 +353,14 @@ def test_a_status_says_when_it_was_reached_or_is_refused(server: Server) -> None
 
 def json_text(body: object) -> str:
     return json.dumps(body)  # Infinity too, which httpx's json= refuses
+
+
+def test_init_with_the_spool_and_the_server_up_delivers_live_and_leaves_nothing(
+    sqlite_server: Server, tmp_path: Path
+) -> None:
+    server, spool, run = sqlite_server, tmp_path / "spool", f"on-{uuid.uuid4().hex[:8]}"
+    done = run_script(server.base, spool, run, TUNEPLANE_API_KEY=server.key)
+    assert done.returncode == 0, done.stderr
+    assert "kept in the spool" not in done.stderr
+    assert_script_arrived(server, run, 20)
+    assert find_journals(spool) == []

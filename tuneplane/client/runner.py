@@ -88,11 +88,15 @@ class UsageError(Exception):
 
 class SetupFailed(Exception):
     """Telemetry could not be set up; the command runs untracked. ``status`` is the
-    server's HTTP status when it refused (None when it could not be reached)."""
+    server's HTTP status when it refused (None when it did not answer); ``unreachable``
+    says the server could not be reached (with the spool, the attempt goes offline)."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, status: int | None = None, *, unreachable: bool = False
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.unreachable = unreachable
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,7 +424,9 @@ def _call(
         why = f"{api.base_url} is unreachable ({outcome.detail})"
     else:
         why = f"{outcome.reason}: {outcome.detail}"
-    raise SetupFailed(f"could not {what}: {why}", outcome.status)
+    raise SetupFailed(
+        f"could not {what}: {why}", outcome.status, unreachable=outcome.status is None
+    )
 
 
 def child_environment(
@@ -579,7 +585,7 @@ def _set_up(options: RunnerOptions, transport: httpx.BaseTransport | None) -> Se
         try:
             session = open_session(options, transport)
         except SetupFailed as exc:
-            if exc.status is not None or options.spool is None:
+            if not exc.unreachable or options.spool is None:
                 _say(f"warning: telemetry is off for this run: {exc}. Running the command anyway.")
                 return None
             unreachable = exc

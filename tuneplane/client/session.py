@@ -30,51 +30,30 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal
 
-from tuneplane.client import default, ending
-from tuneplane.client import offline as offline_attempts
-from tuneplane.client.attempt_config import config_body, journal_config, send_config
-from tuneplane.client.attempt_spool import AttemptSpool
+from tuneplane.client import default, ending, starting
 from tuneplane.client.console import CONSOLE_MODES, ConsoleCapture
 from tuneplane.client.errors import DeliveryFailed, ResumeRefused
-from tuneplane.client.logs import LogShipper
 from tuneplane.client.reporter import Reporter
 from tuneplane.client.runner import (
     SETUP_RETRY,
-    SETUP_TIMEOUT,
     SetupFailed,
-    StartedAttempt,
     api_key,
-    attempt_spool,
     create_run,
     next_step,
     setup_api,
     start_attempt,
 )
-from tuneplane.client.settings import (
-    FLUSH_TIMEOUT,
-    MODE,
-    QUEUE_MAX_POINTS,
-    ROLLOUT_UPLOAD_SAMPLES,
-    SYSTEM_METRICS,
-    VAL_UPLOAD_SAMPLES,
-    JobSettings,
-    SpoolSettings,
-    job_settings,
-    spool_settings,
-)
-from tuneplane.client.spool import Target
+from tuneplane.client.settings import job_settings
 from tuneplane.client.transport import Transport
 from tuneplane.contract import environment
 from tuneplane.contract.arena import AlertLevel
 from tuneplane.contract.errors import InvalidInput
 from tuneplane.contract.ids import display_name_problem, id_for_name
 from tuneplane.contract.run_meta import meta_fields
-from tuneplane.contract.settings import Reader
 
 Resume = Literal["allow", "must", "never"]
 RESUME_MODES: Final[tuple[Resume, ...]] = ("allow", "must", "never")
@@ -116,16 +95,6 @@ class Ranks:
         return ranks
 
 
-@dataclass(frozen=True, slots=True)
-class Journaled:
-    """With the durable spool: the journal of the run's log lines and status, the log
-    shipper that feeds it, and the offline attempt's directory when it is one."""
-
-    spool: AttemptSpool
-    logs: LogShipper
-    offline: Path | None = None
-
-
 class Run:
     """The run :func:`init` started or attached to. ``reporting`` is False in a process
     that does not report (a rank other than 0, or telemetry that could not be set up);
@@ -143,7 +112,7 @@ class Run:
         suffix: str = "",
         reports_status: bool = False,
         console: ConsoleCapture | None = None,
-        journal: Journaled | None = None,
+        journal: starting.Journaled | None = None,
     ) -> None:
         self.project = project
         self.name = name
@@ -235,7 +204,7 @@ class Run:
             _say(summary.removeprefix("tuneplane: "))
 
     def _end_journaled(
-        self, journal: Journaled, status: str, exit_code: int | None, wait: float
+        self, journal: starting.Journaled, status: str, exit_code: int | None, wait: float
     ) -> None:
         """With the spool: the log lines, then the status (with the time it was reached),
         journaled and posted in that order; what the server did not take waits for sync."""
@@ -487,28 +456,8 @@ def _attach(
     )
     reporter.start()
     if isinstance(config, Mapping) and ranks.rank == 0:
-        _declare_config(job, config)
+        starting.declare_config(job, config)
     return Run(job_project, job_run, reporter, attempt=job.attempt, ranks=ranks, suffix=suffix)
-
-
-def _declare_config(job: JobSettings, config: Mapping[str, Any]) -> None:
-    """init()'s config under the runner, recorded on the runner's attempt (and as the
-    run's while it has none): the runner started the attempt before it was known. Offline,
-    or when the server cannot be reached, it is journaled for ``tuneplane sync``."""
-    body, problem = config_body(config)
-    if body is None:
-        _say(f"warning: init()'s config is not recorded: {problem}")
-        return
-    if job.token:
-        answered, line = send_config(job.endpoint, job.token, body, job.attempt)
-        if answered or job.spool is None:
-            _say(line)
-            return
-    if job.spool is not None:
-        project, _, run = job.run_id.partition("/")
-        target = Target(job.endpoint, project, run, job.attempt, job.token, job.spool.group)
-        if journal_config(Path(job.spool.directory), target, job.spool.max_mb, body):
-            _say("init()'s config is kept in the spool for `tuneplane sync`")
 
 
 @dataclass(frozen=True, slots=True)
@@ -523,66 +472,12 @@ class _Setup:
     console: bool
 
 
-@dataclass(frozen=True, slots=True)
-class _Options:
-    """The SDK's settings as :func:`init` reads them."""
-
-    url: str
-    exit_timeout: float
-    capacity: int
-    val_samples: int | None
-    rollout_samples: int
-    spool: SpoolSettings | None
-    system_interval: float
-    offline: bool
-
-    def reporter(
-        self,
-        endpoint: str,
-        run_id: str,
-        token: str,
-        attempt: int | None,
-        next_step: int,
-        spool: SpoolSettings | None = None,
-    ) -> Reporter:
-        return Reporter(
-            endpoint,
-            run_id,
-            token,
-            attempt=attempt,
-            exit_timeout=self.exit_timeout,
-            queue_capacity=self.capacity,
-            next_step=next_step,
-            val_upload_samples=self.val_samples,
-            rollout_upload_samples=self.rollout_samples,
-            spool=spool or self.spool,
-            system_interval=self.system_interval,
-        )
-
-
-def _read_options(setup: _Setup) -> _Options:
-    reader = Reader(os.environ)
-    url = setup.server or reader.read(environment.URL_SETTING) or environment.DEFAULT_URL
-    options = _Options(
-        url.rstrip("/"),
-        reader.read(FLUSH_TIMEOUT),
-        reader.read(QUEUE_MAX_POINTS),
-        reader.get(VAL_UPLOAD_SAMPLES),
-        reader.read(ROLLOUT_UPLOAD_SAMPLES),
-        spool_settings(reader),
-        reader.read(SYSTEM_METRICS),
-        reader.read(MODE) == "offline",
-    )
-    reader.done()
-    return options
-
-
 def _start(project: str, name: str, config: Mapping[str, Any] | None, setup: _Setup) -> Run:
     """Set up the run and an attempt of our own; offline in the spool when asked to
     (``TUNEPLANE_MODE=offline``) or when the server cannot be reached with the spool on;
     else a run that does not report when the server cannot be reached or refuses."""
-    options = _read_options(setup)
-    unreachable: SetupFailed | None = None
+    options = starting.Options.read(setup.server)
+    why = ""
     if not (options.offline and options.spool is not None):
         try:
             api = setup_api(options.url, api_key(setup.data_dir, os.environ))
@@ -593,97 +488,32 @@ def _start(project: str, name: str, config: Mapping[str, Any] | None, setup: _Se
             finally:
                 api.close()
         except SetupFailed as exc:
-            if exc.status is not None or options.spool is None:
+            if not exc.unreachable or options.spool is None:
                 _say(f"warning: telemetry is off for {project}/{name}: {exc}")
                 return Run(project, name, None, ranks=setup.ranks)
-            unreachable = exc
+            why = f"{exc}; "
         else:
-            return _online(project, name, started, resumed, next_step, options, setup)
-    return _offline(project, name, config, options, setup, unreachable)
-
-
-def _online(
-    project: str,
-    name: str,
-    started: StartedAttempt,
-    resumed: bool,
-    next_step: int,
-    options: _Options,
-    setup: _Setup,
-) -> Run:
-    reporter = options.reporter(
-        started.endpoint, f"{project}/{name}", started.token, started.attempt, next_step
-    )
-    reporter.start()  # the sender builds its HTTP client now, off the training thread
-    spool = None
-    if options.spool is not None:
-        target = Target(started.endpoint, project, name, started.attempt, started.token)
-        spool = attempt_spool(options.spool, target)
-        spool.status("running")
-    else:
-        try:
-            reporter.status("running", timeout=SETUP_TIMEOUT)
-        except DeliveryFailed as exc:
-            _say(f"warning: {exc}")
-    _say(f"reporting {project}/{name} (attempt {started.attempt}) to {options.url}")
-    # The exception that ends the run is logged whether or not the console is copied.
-    logs = LogShipper(Transport(started.endpoint, started.token), spool=spool)
-    console = ConsoleCapture(logs)
-    if setup.console:
-        console.start()
-    return Run(
-        project,
-        name,
-        reporter,
-        attempt=started.attempt,
-        resumed=resumed,
-        ranks=setup.ranks,
-        reports_status=True,
-        console=console,
-        journal=Journaled(spool, logs) if spool is not None else None,
-    )
-
-
-def _offline(
-    project: str,
-    name: str,
-    config: Mapping[str, Any] | None,
-    options: _Options,
-    setup: _Setup,
-    unreachable: SetupFailed | None,
-) -> Run:
-    """The run and attempt journaled in the spool, for ``tuneplane sync`` to create."""
-    assert options.spool is not None
-    try:
-        found = offline_attempts.create(
-            Path(options.spool.directory), options.url, project, name, config, setup.meta
-        )
-    except OSError as exc:
-        _say(f"warning: telemetry is off for {project}/{name}: the spool cannot be written ({exc})")
+            found = starting.online(project, name, started, next_step, options, setup.console)
+            return _reporting(project, name, found, setup.ranks, resumed)
+    found_offline = starting.offline(project, name, config, setup.meta, options, setup.console, why)
+    if found_offline is None:
         return Run(project, name, None, ranks=setup.ranks)
-    spool_settings_ = replace(options.spool, group=found.group)
-    reporter = options.reporter(options.url, f"{project}/{name}", "", None, 0, spool_settings_)
-    reporter.start()
-    target = Target(options.url, project, name, None, "", found.group)
-    spool = attempt_spool(spool_settings_, target)
-    spool.status("running")
-    why = f"{unreachable}; " if unreachable is not None else ""
-    _say(
-        f"{why}journaling {project}/{name} offline in {found.directory} (`tuneplane sync` "
-        "creates it on the server later)"
-    )
-    logs = LogShipper(Transport(options.url, ""), spool=spool)
-    console = ConsoleCapture(logs)
-    if setup.console:
-        console.start()
+    return _reporting(project, name, found_offline, setup.ranks, False)
+
+
+def _reporting(
+    project: str, name: str, found: starting.Reporting, ranks: Ranks, resumed: bool
+) -> Run:
     return Run(
         project,
         name,
-        reporter,
-        ranks=setup.ranks,
+        found.reporter,
+        attempt=found.attempt,
+        resumed=resumed,
+        ranks=ranks,
         reports_status=True,
-        console=console,
-        journal=Journaled(spool, logs, found.directory),
+        console=found.console,
+        journal=found.journal,
     )
 
 
