@@ -364,3 +364,35 @@ def test_init_with_the_spool_and_the_server_up_delivers_live_and_leaves_nothing(
     assert "kept in the spool" not in done.stderr
     assert_script_arrived(server, run, 20)
     assert find_journals(spool) == []
+
+
+def test_init_s_config_under_an_offline_runner_is_replayed(
+    sqlite_server: Server, tmp_path: Path
+) -> None:
+    server, spool, run = sqlite_server, tmp_path / "spool", f"off-{uuid.uuid4().hex[:8]}"
+    code = (
+        "import tuneplane\n"
+        "with tuneplane.init(config={'lr': 0.5}) as r:\n"
+        "    r.log({'train/loss': 1.0})\n"
+    )
+    command = [
+        sys.executable, "-m", "tuneplane.cli", "run", "--server", server.base,
+        "--data-dir", str(server.data_dir), "--project", PROJECT, "--run", run,
+        "--config", '{"recipe": "sft"}', "--", sys.executable, "-c", code,
+    ]  # fmt: skip
+    done = subprocess.run(
+        command,
+        env=runner_env(TUNEPLANE_SPOOL_DIR=str(spool), TUNEPLANE_MODE="offline"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "config is kept in the spool" in done.stderr
+    assert run_or_none(server, run) is None
+    synced = tuneplane_sync(server, spool)
+    assert synced.returncode == 0, synced.stderr
+    found = server.run(run)
+    assert found["config"] == {"recipe": "sft"}  # the runner's --config made the run
+    assert found["attempt_configs"] == [{"attempt": 1, "config": {"lr": 0.5}}]
+    assert found["status"] == "succeeded"
