@@ -87,20 +87,10 @@ export class Chart {
       raw: series.mean,
       smooth: parts[i].smoothed,
     }));
-    this.marks = [];
-    entries.forEach((entry, i) => {
-      if (!entry.invalid?.length) return;
-      this.marks.push({
-        color: entry.run.color,
-        xs: invalidX(entry.series, parts[i].xs, view.x, entry.invalid),
-        kinds: entry.invalid.map((s) => s.kind),
-      });
-    });
+    this.marks = marksOf(entries, parts, view.x);
     // Steps that were only NaN/inf still widen the x axis, so their marks are on the chart.
     const marked = this.marks.flatMap((m) => m.xs).filter((x) => x != null);
-    if (marked.length) {
-      tables.push([[...new Set(marked)].sort((a, b) => a - b)]);
-    }
+    if (marked.length) tables.push([[...new Set(marked)].sort((a, b) => a - b)]);
     // What uPlot's options depend on (its scales and axes): anything else it is only told.
     const signature = `${view.x} ${view.log} ${theme()}`;
     const y = [Math.min(...parts.map((p) => p.y[0])), Math.max(...parts.map((p) => p.y[1]))];
@@ -467,6 +457,21 @@ export class Chart {
     this.uplot?.destroy();
     this.uplot = null;
   }
+}
+
+/** Each run's NaN/±inf steps placed on the x axis, in its colour: [{color, xs, kinds}]. */
+function marksOf(entries, parts, axis) {
+  return entries.flatMap((entry, i) =>
+    entry.invalid?.length
+      ? [
+          {
+            color: entry.run.color,
+            xs: invalidX(entry.series, parts[i].xs, axis, entry.invalid),
+            kinds: entry.invalid.map((s) => s.kind),
+          },
+        ]
+      : [],
+  );
 }
 
 /** A run's lines as part() makes them: the raw values, faint when their EMA is drawn over. */
