@@ -97,3 +97,25 @@ def test_the_switch_is_remembered_and_redraws_the_charts(page: Page) -> None:
     page.emulate_media(color_scheme="light")
     open_ready(page, RUN_PAGE)
     assert_dark(page)
+
+
+#: JS: the colour most pixels of the events tab's histogram have (its bars), as "r,g,b".
+BAR_COLOUR = """() => {
+    const canvas = document.querySelector(".dist-figure canvas");
+    const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+    const seen = new Map();
+    for (let i = 0; i < data.length; i += 4) {
+        if (data[i + 3] !== 255) continue;
+        const key = `${data[i]},${data[i + 1]},${data[i + 2]}`;
+        seen.set(key, (seen.get(key) ?? 0) + 1);
+    }
+    return [...seen].sort((a, b) => b[1] - a[1])[0][0];
+}"""
+
+
+def test_histograms_are_drawn_again_in_the_new_theme(page: Page) -> None:
+    page.goto("/projects/lab/runs/eval-base?tab=events")
+    page.wait_for_function("() => window.__tuneplane.events?.histogram")
+    assert page.evaluate(BAR_COLOUR) == "31,95,191"  # --accent, light
+    page.locator(".top-links .theme-toggle").click()
+    page.wait_for_function(f"() => ({BAR_COLOUR})() === '110,162,240'")  # --accent, dark

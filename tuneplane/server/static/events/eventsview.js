@@ -8,6 +8,7 @@ import { debug } from "../lib/debug.js";
 import { empty, h, serial } from "../lib/dom.js";
 import { fmtInt, fmtTime } from "../lib/format.js";
 import { configChips } from "../lib/runinfo.js";
+import { THEME_EVENT } from "../lib/theme.js";
 import { replaceParams } from "../lib/url.js";
 import { statusBadge } from "../evaluation/figures.js";
 import { bucketLabels, drawHeatmap, drawHistogram, makeCanvas } from "./histogram.js";
@@ -53,6 +54,8 @@ export class EventsView {
 
   start() {
     this.refresh();
+    // The histograms are canvases drawn in the theme's colours: drawn again in the new ones.
+    window.addEventListener(THEME_EVENT, () => this.refresh());
   }
 
   pickType(type) {
