@@ -39,7 +39,7 @@ def test_a_finished_run_keeps_its_last_health(page: Page, seeded: Seeded) -> Non
     health = page.locator(".run-head .health")
     expect(health).to_have_text("ok")
     expect(health).to_have_attribute(
-        "title", "sent 5,142, dropped 0, failed sends 0, queued 0 of 100,000"
+        "title", "at the run's end: sent 5,142, dropped 0, failed sends 0, queued 0 of 100,000"
     )
     page.goto(f"/projects/{SDK_PROJECT}")
     expect(page.locator('tr[data-run="grpo-finished"] .health')).to_have_text("ok")

@@ -23,15 +23,23 @@ export function statusBadge(run) {
   return h("span", { class: `status ${run.status}`, title: STATUS_TITLES[run.status], text: `${run.status}${exit}` });
 }
 
-/** ok / lossy / unknown with the counters or the reason as a tooltip. */
+const ENDED = new Set(["succeeded", "failed", "cancelled"]);
+
+/**
+ * ok / lossy / unknown with the counters or the reason as a tooltip. A finished run's is
+ * its last heartbeat's (the server keeps it), said as such.
+ */
 export function healthBadge(run) {
   const t = run.transport ?? { state: "unknown" };
+  const counters = `sent ${fmtInt(t.sent)}, dropped ${fmtInt(t.dropped)}, failed sends ${fmtInt(
+    t.failed_sends,
+  )}, queued ${fmtInt(t.queue_size)} of ${fmtInt(t.queue_capacity)}`;
   const detail =
     t.state === "unknown"
       ? t.reason ?? "no heartbeat received"
-      : `sent ${fmtInt(t.sent)}, dropped ${fmtInt(t.dropped)}, failed sends ${fmtInt(
-          t.failed_sends,
-        )}, queued ${fmtInt(t.queue_size)} of ${fmtInt(t.queue_capacity)}`;
+      : ENDED.has(run.status)
+        ? `at the run's end: ${counters}`
+        : counters;
   return h("span", { class: `health ${t.state}`, title: detail, text: t.state });
 }
 
