@@ -42,12 +42,15 @@ def post_trajectories(base: str, token: str, documents: list[dict[str, Any]]) ->
         assert response.status_code == 200, response.text
 
 
-def conversation(count: int) -> list[dict[str, Any]]:
-    """A question, tool calls with their results (arguments and output carry markup), an
-    answer: ``count`` messages, ``count`` even."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": f"Question {XSS}"}]
+def conversation(count: int, *, markup: bool = True) -> list[dict[str, Any]]:
+    """A question, tool calls with their results (with ``markup``, the question, arguments
+    and output carry text that looks like HTML), an answer: ``count`` messages, ``count``
+    even."""
+    question = f"Question {XSS}" if markup else "What is 17 * 3? Check it with Python."
+    messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
     for k in range((count - 2) // 2):
-        call = {"id": f"c{k}", "name": "python", "arguments": {"code": f"print({k})", "note": XSS}}
+        arguments = {"code": f"print({k})", "note": XSS} if markup else {"code": f"print({k})"}
+        call = {"id": f"c{k}", "name": "python", "arguments": arguments}
         messages.append(
             {
                 "role": "assistant",
@@ -62,7 +65,7 @@ def conversation(count: int) -> list[dict[str, Any]]:
                 "role": "tool",
                 "tool_call_id": f"c{k}",
                 "tool_name": "python",
-                "content": f"out-{k} {XSS}",
+                "content": f"out-{k} {XSS}" if markup else str(k),
             }
         )
     messages.append({"role": "assistant", "content": "The answer is 51."})
@@ -85,7 +88,7 @@ def evaluation(
     }
 
 
-def seed_eval_run(base: str, admin_key: str, run: str = "eval-run") -> str:
+def seed_eval_run(base: str, admin_key: str, run: str = "eval-run", *, markup: bool = True) -> str:
     """The trial attempts of ``eval-run``; answers its ingest token."""
     token = new_attempt(base, admin_key, run, PROJECT)
     outcomes = [
@@ -97,14 +100,14 @@ def seed_eval_run(base: str, admin_key: str, run: str = "eval-run") -> str:
         trial("val-none", "hidden", "success"),
     ]
     post_observations(base, token, outcomes)
-    short = conversation(4)
+    short = conversation(4, markup=markup)
     post_trajectories(
         base,
         token,
         [
-            evaluation("val-t", "long", 1, conversation(LONG_MESSAGES)),
+            evaluation("val-t", "long", 1, conversation(LONG_MESSAGES, markup=markup)),
             {
-                **evaluation("val-t", "cut", 0, conversation(6)[:5]),
+                **evaluation("val-t", "cut", 0, conversation(6, markup=markup)[:5]),
                 "total_messages": 40,
                 "complete": False,
             },
@@ -134,7 +137,7 @@ def seed_expiring(base: str, admin_key: str) -> None:
     post_trajectories(base, token, [evaluation("val-o", "old", 0, conversation(4))])
 
 
-def rollout(step: int, i: int) -> dict[str, Any]:
+def rollout(step: int, i: int, *, markup: bool = True) -> dict[str, Any]:
     kind = i % 6
     diagnostic = {0: "failure", 1: "anomaly", 2: "low_reward", 3: None}.get(kind, "representative")
     reward: float | None = {0: 0.0, 2: 0.05, 3: None}.get(kind, 0.8)
@@ -149,7 +152,10 @@ def rollout(step: int, i: int) -> dict[str, Any]:
         "collection_policy": f"v{step - 2}" if i % 2 == 0 else None,
         "consumption_policy": step if i % 3 == 0 else None,
         "messages": [
-            {"role": "user", "content": f"rollout {i} {XSS}"},
+            {
+                "role": "user",
+                "content": f"rollout {i} {XSS}" if markup else f"Problem {i}: give the answer.",
+            },
             {"role": "assistant", "content": "answer", "tokens": {"input": 8, "output": 3}},
         ],
         "total_messages": 2,
@@ -159,9 +165,12 @@ def rollout(step: int, i: int) -> dict[str, Any]:
     return document
 
 
-def seed_train_run(base: str, admin_key: str, run: str = "train-run") -> str:
+def seed_train_run(
+    base: str, admin_key: str, run: str = "train-run", *, markup: bool = True
+) -> str:
     token = new_attempt(base, admin_key, run, PROJECT)
-    post_trajectories(base, token, [rollout(step, i) for step in STEPS for i in range(PER_STEP)])
+    rollouts = [rollout(step, i, markup=markup) for step in STEPS for i in range(PER_STEP)]
+    post_trajectories(base, token, rollouts)
     return token
 
 
@@ -171,7 +180,7 @@ def seed_for_screenshots(base: str, data_dir: Path, login: str, password: str) -
     admin_key = (data_dir / "admin.key").read_text().strip()
     key = {"Authorization": f"Bearer {admin_key}"}
     admin.add_user(Settings.from_env({}, data_dir=str(data_dir)), login, password, admin=False)
-    seed_eval_run(base, admin_key)
+    seed_eval_run(base, admin_key, markup=False)
     project = f"{base}/api/v1/projects/{PROJECT}"
     member = httpx.put(
         f"{project}/members/{login}", json={"role": "owner", "content": True}, headers=key
@@ -179,4 +188,4 @@ def seed_for_screenshots(base: str, data_dir: Path, login: str, password: str) -
     assert member.is_success, member.text
     private = httpx.patch(f"{project}/access", json={"visibility": "private"}, headers=key)
     assert private.is_success, private.text
-    seed_train_run(base, admin_key)
+    seed_train_run(base, admin_key, markup=False)
