@@ -140,6 +140,22 @@ def test_the_page_charts_over_a_metric_chosen_and_kept_in_the_address(
     expect(legend).to_contain_text("train/epoch ")
     expect(legend).to_contain_text("step")
 
+    # A drag zooms into a range of epochs: the server is asked for its steps, paired.
+    asked.clear()
+    box = over.bounding_box()
+    assert box is not None
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.4, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=4)
+    page.mouse.up()
+    expect(page.locator(".zoom")).to_contain_text("zoomed to ")
+    zoomed = [query for query in asked if "start" in query]
+    assert zoomed, asked
+    assert all(query["x"] == ["train/epoch"] for query in zoomed)
+    start, end = int(zoomed[0]["start"][0]), int(zoomed[0]["end"][0])
+    assert 600 < start < end < 1400, (start, end)  # epochs 1.0 … 1.5 are steps 800 … 1,200
+
     # Back to steps.
     page.locator('input[name="x-axis"][value="step"]').check(force=True)
     expect(page).to_have_url(x_run)
