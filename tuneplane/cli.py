@@ -242,6 +242,7 @@ def _run(args: argparse.Namespace) -> int:
             group=args.group,
             tags=args.tag,
             note=args.note,
+            attempt_from_env=args.attempt_from_env,
         )
     except UsageError as exc:
         print(f"tuneplane run: {exc}", file=sys.stderr)
@@ -814,6 +815,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir",
         help="where to find admin.key when $TUNEPLANE_API_KEY is unset "
         "(default: $TUNEPLANE_DIR, $TRACKIO_DIR or ./tuneplane-data)",
+    )
+    run.add_argument(
+        "--attempt-from-env",
+        action="store_true",
+        help="report into the attempt $TUNEPLANE_JOB_* name, which the server that launched "
+        "this job started (docs/launch.md), instead of creating one",
     )
     run.add_argument(
         "--follow-nemo-rl",

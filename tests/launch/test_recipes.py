@@ -50,9 +50,11 @@ def test_the_shipped_examples_load() -> None:
     recipes = load_recipes(EXAMPLES)
     assert sorted(recipes) == ["grpo", "harbor_cohort", "lm_eval", "sft"]
     assert {name: r.kind for name, r in recipes.items()} == {
-        "grpo": "training", "sft": "training", "lm_eval": "evaluation",
+        "grpo": "training",
+        "sft": "training",
+        "lm_eval": "evaluation",
         "harbor_cohort": "evaluation",
-    }  # fmt: skip
+    }
     assert recipes["harbor_cohort"].command[:3] == ("tuneplane", "eval", "run")
     assert recipes["grpo"].rules[0].check.endswith("% num_generations == 0")
     for recipe in recipes.values():
@@ -80,30 +82,50 @@ def _edit(old: str, new: str) -> str:
 BAD = [
     (_edit('engine = "local"', 'engine = "slurm"'), "engine: must be one of local"),
     (_edit('engine = "local"', 'engine = "local"\ncolour = 1'), "colour: unknown field"),
-    (_edit('"{lr}"]', '"{learning_rate}"]'),
-     "command[3]: {learning_rate} is not a parameter of the recipe (parameters.properties)"),
-    (_edit('command = ["python", "job.py", "--lr", "{lr}"]', "command = []"),
-     "command: must be a non-empty list of strings"),
+    (
+        _edit('"{lr}"]', '"{learning_rate}"]'),
+        "command[3]: {learning_rate} is not a parameter of the recipe (parameters.properties)",
+    ),
+    (
+        _edit('command = ["python", "job.py", "--lr", "{lr}"]', "command = []"),
+        "command: must be a non-empty list of strings",
+    ),
     (_edit("batch % world_size == 0", "batch %% world_size"), "rules[0].check: unexpected '%'"),
     (_edit("batch % world_size == 0", "__import__('os')"), "rules[0].check: unexpected"),
-    (_edit('default = 8 }', 'default = "eight" }'),
-     "parameters.properties.batch.default: 'eight' is not of type 'integer'"),
-    (_edit("minimum = 0 }", 'format = "email" }'),
-     "parameters.properties.lr.format: is not a supported schema keyword"),
-    (_edit('type = "object"', 'type = "array"'),
-     'parameters: must be a JSON Schema of type "object"'),
-    (_edit('path = "."', 'path = "."\ngit = "https://example.com/x.git"'),
-     "source: must be a table with path (a directory) or with git and commit"),
-    (_edit('path = "."', 'git = "https://example.com/x.git"\ncommit = "main"'),
-     "source.commit: must be a full commit hash (40 lowercase hex digits)"),
-    (_edit('python = "/usr"', 'python = "venv"'),
-     "runtime.python: must be an absolute path to a Python environment"),
-    (_edit("[runtime]", "[resources]\ngpus = -1\n\n[runtime]"),
-     "resources.gpus: must be a whole number from 0 to 1024"),
-    (_edit("[runtime]", "[resources]\nmemory_gb = 0\n\n[runtime]"),
-     "resources.memory_gb: must be a number of GB greater than 0"),
+    (
+        _edit("default = 8 }", 'default = "eight" }'),
+        "parameters.properties.batch.default: 'eight' is not of type 'integer'",
+    ),
+    (
+        _edit("minimum = 0 }", 'format = "email" }'),
+        "parameters.properties.lr.format: is not a supported schema keyword",
+    ),
+    (
+        _edit('type = "object"', 'type = "array"'),
+        'parameters: must be a JSON Schema of type "object"',
+    ),
+    (
+        _edit('path = "."', 'path = "."\ngit = "https://example.com/x.git"'),
+        "source: must be a table with path (a directory) or with git and commit",
+    ),
+    (
+        _edit('path = "."', 'git = "https://example.com/x.git"\ncommit = "main"'),
+        "source.commit: must be a full commit hash (40 lowercase hex digits)",
+    ),
+    (
+        _edit('python = "/usr"', 'python = "venv"'),
+        "runtime.python: must be an absolute path to a Python environment",
+    ),
+    (
+        _edit("[runtime]", "[resources]\ngpus = -1\n\n[runtime]"),
+        "resources.gpus: must be a whole number from 0 to 1024",
+    ),
+    (
+        _edit("[runtime]", "[resources]\nmemory_gb = 0\n\n[runtime]"),
+        "resources.memory_gb: must be a number of GB greater than 0",
+    ),
     ("engine = ", "is not valid TOML"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("text", "expected"), BAD)
@@ -145,12 +167,18 @@ def test_serve_stops_on_a_bad_recipe_with_one_line_each(tmp_path: Path) -> None:
     (recipes / "a.toml").write_text(_edit('engine = "local"', 'engine = "ray"'))
     (recipes / "b.toml").write_text(_edit("batch % world_size == 0", "batch % "))
     (recipes / "good.toml").write_text(GOOD)
-    env = {**clean_environment(tmp_path), "TUNEPLANE_PORT": str(free_port()),
-           "TUNEPLANE_RECIPES_DIR": str(recipes)}  # fmt: skip
+    env = {
+        **clean_environment(tmp_path),
+        "TUNEPLANE_PORT": str(free_port()),
+        "TUNEPLANE_RECIPES_DIR": str(recipes),
+    }
     done = subprocess.run(
         [sys.executable, "-m", "tuneplane.cli", "serve"],
-        env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines() == [
         f"tuneplane: {recipes / 'a.toml'}: engine: must be one of local",
@@ -161,7 +189,7 @@ def test_serve_stops_on_a_bad_recipe_with_one_line_each(tmp_path: Path) -> None:
 
 @pytest.fixture
 def recipes_api(settings: Settings, tmp_path: Path) -> Iterator[TestClient]:
-    recipes = tmp_path / "recipes"
+    recipes = tmp_path / "listed"
     recipes.mkdir()
     (recipes / "tiny.toml").write_text(GOOD)
     (recipes / "sft.toml").write_text((EXAMPLES / "sft.toml").read_text())

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
+
+from tuneplane.contract.errors import InvalidInput, MalformedRequest, Violation
+from tuneplane.contract.ids import id_problem
+from tuneplane.contract.limits import RUN_CONFIG_MAX_BYTES
+from tuneplane.contract.validation import json_problem
 
 #: A recipe file, read whole at start: a template, not a data file.
 RECIPE_FILE_MAX_BYTES: Final = 256 * 1024
@@ -91,3 +97,49 @@ def input_fingerprint(spec: Any, parameters: Any, config: Any) -> str:
     """
     document = {"spec": spec, "parameters": parameters, "config": config}
     return hashlib.sha256(canonical_json(document)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchInput:
+    """A preview's or a submission's body: the recipe, its parameters, the config, and
+    the new run's ID (None: one is made from the recipe's name)."""
+
+    recipe: str
+    parameters: dict[str, Any]
+    config: dict[str, Any]
+    run: str | None = None
+
+
+def parse_launch(body: object) -> LaunchInput:
+    """``{"recipe": ..., "parameters": {...}, "config": {...}, "run": ...}``;
+    :class:`InvalidInput` names every field that breaks its rule."""
+    if not isinstance(body, dict):
+        raise MalformedRequest("body: must be a JSON object")
+    violations = [
+        Violation(key, "unknown field (known: recipe, parameters, config, run)")
+        for key in sorted(set(body) - {"recipe", "parameters", "config", "run"})
+    ]
+    recipe, run = body.get("recipe"), body.get("run")
+    if (problem := id_problem(recipe)) is not None:
+        violations.append(Violation("recipe", "required" if recipe is None else problem))
+    if run is not None and (problem := id_problem(run)) is not None:
+        violations.append(Violation("run", problem))
+    objects: dict[str, dict[str, Any]] = {}
+    for name in ("parameters", "config"):
+        value = body.get(name, {})
+        if not isinstance(value, dict):
+            violations.append(Violation(name, "must be an object"))
+        elif (unstorable := json_problem(value, name)) is not None:
+            violations.append(unstorable)
+        else:
+            objects[name] = value
+    if len(objects) == 2 and len(canonical_json(objects)) > RUN_CONFIG_MAX_BYTES // 2:
+        violations.append(
+            Violation(
+                "config",
+                f"parameters and config must be at most {RUN_CONFIG_MAX_BYTES // 2048} KiB as JSON",
+            )
+        )
+    if violations:
+        raise InvalidInput(tuple(violations))
+    return LaunchInput(str(recipe), objects["parameters"], objects["config"], run)

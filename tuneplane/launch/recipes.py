@@ -31,17 +31,44 @@ from tuneplane.contract.settings import SettingError
 RecipeKind = Literal["training", "evaluation"]
 _KINDS: Final = ("training", "evaluation")
 _TOP_KEYS: Final = frozenset(
-    {"description", "kind", "engine", "command", "parameters", "source", "runtime",
-     "resources", "rules"}
-)  # fmt: skip
+    {
+        "description",
+        "kind",
+        "engine",
+        "command",
+        "parameters",
+        "source",
+        "runtime",
+        "resources",
+        "rules",
+    }
+)
 #: The JSON Schema keywords a parameter schema may use: types, ranges, required names,
 #: defaults, and the words that describe them. Others are refused rather than ignored, so a
 #: schema never seems to check what it does not.
 SCHEMA_KEYWORDS: Final = frozenset(
-    {"type", "properties", "required", "default", "minimum", "maximum", "exclusiveMinimum",
-     "exclusiveMaximum", "multipleOf", "enum", "minLength", "maxLength", "pattern", "items",
-     "minItems", "maxItems", "additionalProperties", "title", "description"}
-)  # fmt: skip
+    {
+        "type",
+        "properties",
+        "required",
+        "default",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "enum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "items",
+        "minItems",
+        "maxItems",
+        "additionalProperties",
+        "title",
+        "description",
+    }
+)
 _PLACEHOLDER: Final = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _COMMIT: Final = re.compile(r"[0-9a-f]{40}", re.ASCII)
 _GIT_URL: Final = re.compile(r"(https://|ssh://|git@|file:///)\S+", re.ASCII)
@@ -84,8 +111,12 @@ class Resources:
     time_minutes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"gpus": self.gpus, "cpus": self.cpus, "memory_gb": self.memory_gb,
-                "time_minutes": self.time_minutes}  # fmt: skip
+        return {
+            "gpus": self.gpus,
+            "cpus": self.cpus,
+            "memory_gb": self.memory_gb,
+            "time_minutes": self.time_minutes,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,16 +246,28 @@ def read_recipe(path: Path, problems: _Problems) -> Recipe | None:
     if source is None or runtime is None or resources is None or parameters is None:
         return None  # each has its problem on the list
     engine = cast(limits.Engine, engine)  # one of ENGINES: checked above
-    return Recipe(name, path, description, kind, engine, command, parameters, source,
-                  runtime, resources, rules)  # fmt: skip
+    return Recipe(
+        name,
+        path,
+        description,
+        kind,
+        engine,
+        command,
+        parameters,
+        source,
+        runtime,
+        resources,
+        rules,
+    )
 
 
 def _command(
     value: object, parameters: dict[str, Any] | None, problems: _Problems
 ) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value):
-        problems.add("command", "must be a non-empty list of strings (the program, then its "
-                     "arguments)")  # fmt: skip
+        problems.add(
+            "command", "must be a non-empty list of strings (the program, then its arguments)"
+        )
         return ()
     if len(value) > limits.COMMAND_MAX_ARGS:
         problems.add("command", f"has more than {limits.COMMAND_MAX_ARGS} arguments")
@@ -232,13 +275,17 @@ def _command(
     declared = None if parameters is None else set(parameters.get("properties", {}))
     for index, argument in enumerate(value):
         if len(argument) > limits.COMMAND_ARG_MAX_CHARS or "\x00" in argument:
-            problems.add(f"command[{index}]", f"must be at most {limits.COMMAND_ARG_MAX_CHARS} "
-                         "characters without NUL")  # fmt: skip
+            problems.add(
+                f"command[{index}]",
+                f"must be at most {limits.COMMAND_ARG_MAX_CHARS} characters without NUL",
+            )
         for match in _PLACEHOLDER.finditer(argument):
             name = match.group(1)
             if name is not None and declared is not None and name not in declared:
-                problems.add(f"command[{index}]", f"{{{name}}} is not a parameter "
-                             "of the recipe (parameters.properties)")  # fmt: skip
+                problems.add(
+                    f"command[{index}]",
+                    f"{{{name}}} is not a parameter of the recipe (parameters.properties)",
+                )
     return tuple(value)
 
 
@@ -261,8 +308,11 @@ def _schema_keywords(schema: object, where: str, problems: _Problems) -> None:
         return
     for key, value in schema.items():
         if key not in SCHEMA_KEYWORDS:
-            problems.add(f"{where}.{key}", "is not a supported schema keyword (types, ranges, "
-                         "required, defaults: docs/launch.md)")  # fmt: skip
+            problems.add(
+                f"{where}.{key}",
+                "is not a supported schema keyword (types, ranges, "
+                "required, defaults: docs/launch.md)",
+            )
         elif key == "properties" and isinstance(value, dict):
             for name, inner in value.items():
                 _schema_keywords(inner, f"{where}.properties.{name}", problems)
@@ -293,8 +343,11 @@ def _parameters(value: object, problems: _Problems) -> dict[str, Any] | None:
 
 def _source(value: object, base: Path, problems: _Problems) -> Source | None:
     if not isinstance(value, dict) or set(value) not in ({"path"}, {"git", "commit"}):
-        problems.add("source", "must be a table with path (a directory) or with git and "
-                     "commit (a repository and a full commit hash)")  # fmt: skip
+        problems.add(
+            "source",
+            "must be a table with path (a directory) or with git and "
+            "commit (a repository and a full commit hash)",
+        )
         return None
     if "path" in value:
         path = value["path"]
@@ -304,8 +357,7 @@ def _source(value: object, base: Path, problems: _Problems) -> Source | None:
         return Source(directory=(base / path).resolve())
     git, commit = value["git"], value["commit"]
     if not isinstance(git, str) or not _GIT_URL.fullmatch(git):
-        problems.add("source.git", "must be a repository URL: https://, ssh://, git@ or "
-                     "file:///")  # fmt: skip
+        problems.add("source.git", "must be a repository URL: https://, ssh://, git@ or file:///")
     if not isinstance(commit, str) or not _COMMIT.fullmatch(commit):
         problems.add("source.commit", "must be a full commit hash (40 lowercase hex digits)")
     return Source(git=str(git), commit=str(commit))
@@ -313,20 +365,27 @@ def _source(value: object, base: Path, problems: _Problems) -> Source | None:
 
 def _runtime(value: object, problems: _Problems) -> Runtime | None:
     if not isinstance(value, dict) or set(value) not in ({"python"}, {"image"}):
-        problems.add("runtime", "must be a table with python (an environment's directory) "
-                     "or image (a container image name)")  # fmt: skip
+        problems.add(
+            "runtime",
+            "must be a table with python (an environment's directory) "
+            "or image (a container image name)",
+        )
         return None
     if "python" in value:
         python = value["python"]
         if not isinstance(python, str) or not python.startswith("/") or "\x00" in python:
-            problems.add("runtime.python", "must be an absolute path to a Python environment "
-                         "(the directory holding bin/python)")  # fmt: skip
+            problems.add(
+                "runtime.python",
+                "must be an absolute path to a Python environment "
+                "(the directory holding bin/python)",
+            )
             return None
         return Runtime(python=Path(python))
     image = value["image"]
     if not isinstance(image, str) or not _IMAGE.fullmatch(image):
-        problems.add("runtime.image", "must be a container image name such as "
-                     "ghcr.io/org/trainer:1.2")  # fmt: skip
+        problems.add(
+            "runtime.image", "must be a container image name such as ghcr.io/org/trainer:1.2"
+        )
         return None
     return Runtime(image=image)
 
@@ -348,10 +407,15 @@ def _resources(value: object, problems: _Problems) -> Resources | None:
     gpus = _whole(value.get("gpus", 0), 0, limits.GPUS_MAX, "resources.gpus", problems)
     cpus = _whole(value.get("cpus", 1), 1, limits.CPUS_MAX, "resources.cpus", problems)
     memory = value.get("memory_gb", 1.0)
-    if (isinstance(memory, bool) or not isinstance(memory, int | float)
-            or not 0 < memory <= limits.MEMORY_GB_MAX):  # fmt: skip
-        problems.add("resources.memory_gb", "must be a number of GB greater than 0 and at "
-                     f"most {limits.MEMORY_GB_MAX}")  # fmt: skip
+    if (
+        isinstance(memory, bool)
+        or not isinstance(memory, int | float)
+        or not 0 < memory <= limits.MEMORY_GB_MAX
+    ):
+        problems.add(
+            "resources.memory_gb",
+            f"must be a number of GB greater than 0 and at most {limits.MEMORY_GB_MAX}",
+        )
         memory = 1.0
     minutes = value.get("time_minutes")
     if minutes is not None:
@@ -361,8 +425,9 @@ def _resources(value: object, problems: _Problems) -> Resources | None:
 
 def _rules(value: object, problems: _Problems) -> tuple[ConfigRule, ...]:
     if not isinstance(value, list) or len(value) > limits.RULES_MAX:
-        problems.add("rules", f"must be a list of at most {limits.RULES_MAX} tables of check "
-                     "and message")  # fmt: skip
+        problems.add(
+            "rules", f"must be a list of at most {limits.RULES_MAX} tables of check and message"
+        )
         return ()
     rules = []
     for index, item in enumerate(value):
@@ -374,8 +439,9 @@ def _rules(value: object, problems: _Problems) -> tuple[ConfigRule, ...]:
         if not isinstance(message, str):
             problems.add(f"{where}.message", "must be a string")
         if not isinstance(check, str):
-            problems.add(f"{where}.check", "must be an expression such as "
-                         "global_batch % world_size == 0")  # fmt: skip
+            problems.add(
+                f"{where}.check", "must be an expression such as global_batch % world_size == 0"
+            )
             continue
         try:
             rules.append(ConfigRule(check, str(message), parse_rule(check)))

@@ -202,6 +202,10 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     # the server's paths). Previews, launches and their jobs: editors and owners.
     ("GET", "/api/v1/recipes"): Rule("view-instance"),
     ("GET", "/api/v1/recipes/{recipe}"): Rule("view-instance"),
+    ("POST", _API + "/launch/preview"): Rule("write-run"),
+    ("POST", _API + "/launch"): Rule("write-run"),
+    ("GET", _API + "/launch/jobs"): _READ,
+    ("POST", _API + "/launch/jobs/{job_id}/cancel"): Rule("write-run"),
 }
 
 

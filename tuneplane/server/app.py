@@ -144,6 +144,7 @@ def _lifespan(
             asyncio.create_task(purger.purge_forever(state, settings.sweep_interval)),
             asyncio.create_task(diagnoses.watch_lost_attempts(state)),
             asyncio.create_task(diagnoses.check_language_model(state)),
+            asyncio.create_task(launch.watch_jobs(state)),
         ]
         if settings.trackio_import:  # Trackio databases in the data directory
             tasks.append(asyncio.create_task(trackio_import.import_on_start(state)))
@@ -154,6 +155,7 @@ def _lifespan(
             await state.alerts.stop(alerting)
             for task in tasks:
                 task.cancel()
+            launch.stop_jobs(state)  # before the database closes: their states are written
             opened.close()
 
     return lifespan

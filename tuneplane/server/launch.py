@@ -4,14 +4,37 @@ any signed-in caller, previews and launches need write access to the project."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+import asyncio
+import secrets
+import shutil
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Request
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from tuneplane.contract.errors import NotFound, Unauthorized
+from tuneplane.contract import environment
+from tuneplane.contract.errors import Conflict, InvalidInput, NotFound, Unauthorized, Violation
+from tuneplane.contract.ids import id_problem
+from tuneplane.contract.launch import (
+    ACTIVE_JOB_STATES,
+    CHECK_RECORD_KEY,
+    LAUNCH_BODY_MAX_BYTES,
+    LaunchInput,
+    parse_launch,
+)
+from tuneplane.launch.engines.local import JobSpec, StateChange
+from tuneplane.launch.readiness import Report, check_readiness
 from tuneplane.launch.recipes import Recipe
 from tuneplane.server.access import caller_of
+from tuneplane.server.body import read_json
 from tuneplane.server.responses import JSON
-from tuneplane.server.state import app_state
+from tuneplane.server.settings import Settings
+from tuneplane.server.state import AppState, app_state
+from tuneplane.store import launch as store_launch
+from tuneplane.store.launch import Launched
 
 router = APIRouter(prefix="/api/v1", tags=["launch"])
 
@@ -44,3 +67,236 @@ def get_recipe(request: Request, recipe: str) -> Response:
     """One recipe: its command, parameter schema, source, runtime, resources and rules."""
     _signed_in(request)
     return JSON(_recipe(request, recipe).spec())
+
+
+async def _read_launch(request: Request) -> tuple[LaunchInput, Recipe]:
+    wanted = parse_launch(await read_json(request, LAUNCH_BODY_MAX_BYTES))
+    return wanted, _recipe(request, wanted.recipe)
+
+
+@router.post("/projects/{project}/launch/preview")
+async def preview_launch(request: Request, project: str) -> Response:
+    """The readiness checks of a launch, each passed, failed or not checked with its
+    reason, and what is never checked. Submits nothing and allocates nothing; a git source
+    is fetched into a temporary directory that is removed before the answer."""
+    wanted, recipe = await _read_launch(request)
+    engine = app_state(request).engine
+    report = await run_in_threadpool(
+        check_readiness, recipe, wanted.parameters, wanted.config, engine.capacity()
+    )
+    return JSON({**report.to_json(), "submitted": False})
+
+
+def check_record(report: Report) -> dict[str, Any]:
+    """What a submission keeps in its run's config: evidence of that decision."""
+    shown = report.to_json()
+    return {
+        "recipe": report.recipe.name,
+        "engine": report.recipe.engine,
+        "checked_at": report.checked_at,
+        "checks": shown["checks"],
+        "not_checked": shown["not_checked"],
+        "fingerprint": shown["fingerprint"],
+    }
+
+
+def _own_url(settings: Settings) -> str:
+    """Where a job on this machine reaches this server."""
+    if settings.ingest_url:
+        return settings.ingest_url.rstrip("/")
+    host = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(settings.host, settings.host)  # noqa: S104
+    host = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{host}:{settings.port}{settings.root_path}"
+
+
+def _job_spec(
+    state: AppState, project: str, report: Report, launched: Launched, checkout: Path | None
+) -> JobSpec:
+    assert launched.token is not None, "a new job's attempt has its token"
+    assert report.workdir is not None, "a ready report has its source"
+    recipe = report.recipe
+    attempt_env = {
+        environment.JOB_ENDPOINT: _own_url(state.settings),
+        environment.JOB_RUN_ID: f"{project}/{launched.run}",
+        environment.JOB_TOKEN: launched.token,
+        environment.JOB_ATTEMPT: str(launched.attempt),
+        environment.JOB_NEXT_STEP: "0",
+    }
+    log = state.settings.data_dir / "launch" / "logs" / f"job-{launched.job_id}.log"
+    return JobSpec(
+        job_id=launched.job_id,
+        command=report.command,
+        project=project,
+        run=launched.run,
+        cwd=report.workdir,
+        attempt_env=attempt_env,
+        python_env=recipe.runtime.python,
+        cpus=recipe.resources.cpus,
+        gpus=recipe.resources.gpus,
+        log_path=log,
+        checkout=checkout,
+    )
+
+
+async def record_changes(state: AppState, changes: list[StateChange]) -> None:
+    for change in changes:
+        await state.database.write(
+            store_launch.set_state,
+            change.job_id,
+            change.state,
+            change.exit_code,
+            change.reason,
+            change.engine_id,
+        )
+
+
+def _refused(report: Report) -> InvalidInput:
+    failed = [
+        Violation(f"checks.{c.name}", c.reason) for c in report.checks if c.status == "failed"
+    ]
+    return InvalidInput(tuple(failed))
+
+
+async def _submit(
+    request: Request, project: str, wanted: LaunchInput, recipe: Recipe, key: str | None
+) -> tuple[Report, Launched]:
+    state = app_state(request)
+    checkout = None
+    if recipe.source.git is not None:
+        checkout = state.settings.data_dir / "launch" / "checkouts" / uuid.uuid4().hex
+    report = await run_in_threadpool(
+        check_readiness,
+        recipe,
+        wanted.parameters,
+        wanted.config,
+        state.engine.capacity(),
+        checkout,
+    )
+    if not report.ready:  # the authoritative gates, whatever a preview said
+        raise _refused(report)
+    submission = store_launch.Submission(
+        project=project,
+        run=wanted.run or f"{recipe.name[:100]}-{secrets.token_hex(4)}",
+        recipe=recipe.name,
+        engine=recipe.engine,
+        config={
+            "parameters": report.parameters,
+            "config": report.config,
+            CHECK_RECORD_KEY: check_record(report),
+        },
+        cpus=recipe.resources.cpus,
+        gpus=recipe.resources.gpus,
+        request_key=key,
+        created_by=caller_of(request).actor.user_id,
+        token_days=state.settings.ingest_token_days,
+    )
+    policy = store_launch.Admission(state.settings.launch_max_jobs, state.settings.launch_max_gpus)
+    try:
+        launched = await state.database.write(store_launch.submit, submission, policy)
+    except BaseException:
+        _remove(checkout)
+        raise
+    if launched.created:
+        state.engine.submit(_job_spec(state, project, report, launched, checkout))
+        await record_changes(state, state.engine.poll())
+    else:
+        _remove(checkout)  # a retry that lost the race: the first one's job stands
+    return report, launched
+
+
+def _remove(path: Path | None) -> None:
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        description="a retried submission with the same key answers the job the first "
+        "made, and starts nothing"
+    ),
+]
+
+
+@router.post("/projects/{project}/launch", status_code=201)
+async def launch(
+    request: Request, project: str, idempotency_key: IdempotencyKey = None
+) -> Response:
+    """Run every readiness check again, admit the job (TUNEPLANE_LAUNCH_MAX_JOBS and
+    _MAX_GPUS per project), create its run, with the check record in its config, and its
+    attempt, and submit it to the recipe's engine (201). A failed check is a 422 naming
+    each (``checks.<name>``), and nothing is stored or started. The same Idempotency-Key
+    again answers the first submission's job (200) without checking or starting anything."""
+    if idempotency_key is not None and (problem := id_problem(idempotency_key)):
+        raise InvalidInput((Violation("Idempotency-Key", problem),))
+    wanted, recipe = await _read_launch(request)
+    state = app_state(request)
+    if idempotency_key is not None:
+        with state.database.connect() as connection:
+            found = store_launch.find_job(connection, project, idempotency_key)
+        if found is not None:
+            return JSON({"job": found, "created": False}, status_code=200)
+    report, launched = await _submit(request, project, wanted, recipe, idempotency_key)
+    with state.database.connect() as connection:
+        job = store_launch.get_job(connection, project, launched.job_id)
+    answer = {"job": job, "created": launched.created}
+    if launched.created:
+        answer["check_record"] = check_record(report)
+    return JSON(answer, status_code=201 if launched.created else 200)
+
+
+@router.get("/projects/{project}/launch/jobs")
+def list_jobs(request: Request, project: str) -> Response:
+    """The project's launched jobs, newest first: the engine's state of each, beside its
+    attempt's own status."""
+    with app_state(request).database.connect() as connection:
+        return JSON(store_launch.list_jobs(connection, project))
+
+
+@router.post("/projects/{project}/launch/jobs/{job_id}/cancel")
+async def cancel_job(request: Request, project: str, job_id: int) -> Response:
+    """Cancel a job: a queued one at once, a running one by SIGTERM to its runner, which
+    passes it to the command and reports the attempt cancelled (SIGKILL after a grace)."""
+    state = app_state(request)
+    with state.database.connect() as connection:
+        job = store_launch.get_job(connection, project, job_id)
+    if job["state"] not in ACTIVE_JOB_STATES:
+        raise Conflict(f"job: {job_id} has ended already ({job['state']})")
+    if not state.engine.cancel(job_id):
+        raise Conflict(f"job: {job_id} is not run by this server process")
+    await record_changes(state, state.engine.poll())
+    with state.database.connect() as connection:
+        return JSON(store_launch.get_job(connection, project, job_id))
+
+
+async def watch_jobs(state: AppState, interval: float = 0.5) -> None:
+    """Record the engine's states of the jobs as they change, for the app's life. Local
+    jobs the store holds pending or running at start belong to a server process that
+    stopped without ending them (the local engine has one server process): they are lost."""
+    with state.database.connect() as connection:
+        left = store_launch.active_jobs(connection, state.engine.name)
+    for job_id in left:
+        if not state.engine.knows(job_id):
+            await state.database.write(
+                store_launch.set_state,
+                job_id,
+                "lost",
+                None,
+                "the server process that ran it stopped without ending it",
+            )
+    while True:
+        await asyncio.sleep(interval)
+        await record_changes(state, state.engine.poll())
+
+
+def stop_jobs(state: AppState) -> None:
+    """The server stops: its local jobs stop with it, and the store says so."""
+    for change in state.engine.stop():
+        state.database.run_write(
+            store_launch.set_state,
+            change.job_id,
+            change.state,
+            change.exit_code,
+            change.reason,
+            change.engine_id,
+        )

@@ -308,6 +308,7 @@ LOST_HEARTBEAT: Final = Setting(
     default_text=f"{LOST_HEARTBEAT_SECONDS_DEFAULT:g}",
 )
 
+
 def _directory(raw: str) -> Path | None:
     path = Path(raw)
     return path.resolve() if path.is_absolute() and path.is_dir() else None

@@ -10,6 +10,7 @@ from typing import Any
 from starlette.requests import HTTPConnection
 
 from tuneplane.blobs import BlobStore
+from tuneplane.launch.engines.local import LocalEngine
 from tuneplane.launch.recipes import Recipe
 from tuneplane.server.alerting import AlertEngine
 from tuneplane.server.live import LiveHub
@@ -65,6 +66,8 @@ class AppState:
     purge_wanted: asyncio.Event = field(default_factory=asyncio.Event)
     #: Launch recipes by name, read from TUNEPLANE_RECIPES_DIR at start.
     recipes: dict[str, Recipe] = field(default_factory=dict)
+    #: The engine launched jobs run on (server/launch.py).
+    engine: LocalEngine = field(default_factory=LocalEngine)
 
 
 def app_state(connection: HTTPConnection) -> AppState:

@@ -581,3 +581,29 @@ webhook_deliveries = Table(
 )
 Index("ix_webhook_deliveries_due", webhook_deliveries.c.state, webhook_deliveries.c.next_at)
 Index("ix_webhook_deliveries_webhook", webhook_deliveries.c.webhook_id, webhook_deliveries.c.id)
+
+# Jobs launched through the server (store/launch.py): one row per submission, its engine's
+# state. ``request_key`` is the client's Idempotency-Key: a retried submission finds its job.
+launch_jobs = Table(
+    "launch_jobs",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("project_id", Integer, nullable=False),
+    Column("run_id", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("recipe", String(128), nullable=False),
+    Column("engine", String(16), nullable=False),
+    Column("request_key", String(128), nullable=True),
+    Column("state", String(16), nullable=False),
+    Column("reason", String(1024), nullable=False, server_default=""),
+    Column("engine_id", String(128), nullable=True),
+    Column("exit_code", Integer, nullable=True),
+    Column("cpus", Integer, nullable=False),
+    Column("gpus", Integer, nullable=False),
+    Column("created_by", Integer, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("started_at", Float, nullable=True),
+    Column("ended_at", Float, nullable=True),
+    UniqueConstraint("project_id", "request_key", name="uq_launch_jobs_request_key"),
+)
+Index("ix_launch_jobs_project_state", launch_jobs.c.project_id, launch_jobs.c.state)
