@@ -95,4 +95,5 @@ def write_recipes(directory: Path) -> Path:
     )
     (directory / "too_big.toml").write_text(TINY + "\n[resources]\ncpus = 4096\n")
     (directory / "gpu.toml").write_text(TINY + "\n[resources]\ngpus = 1\n")
+    (directory / "short.toml").write_text(TINY + "\n[resources]\ntime_minutes = 0.05\n")
     return directory

@@ -124,6 +124,10 @@ BAD = [
         _edit("[runtime]", "[resources]\nmemory_gb = 0\n\n[runtime]"),
         "resources.memory_gb: must be a number of GB greater than 0",
     ),
+    (
+        _edit("[runtime]", "[resources]\ntime_minutes = -5\n\n[runtime]"),
+        "resources.time_minutes: must be a number of minutes greater than 0 and at most 525600",
+    ),
     ("engine = ", "is not valid TOML"),
 ]
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -279,3 +280,41 @@ def test_a_crashed_server_s_jobs_are_lost_when_it_starts_again(
         if runner is not None:  # the job outlived its server: it is ours to end
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(runner, signal.SIGKILL)
+
+
+def test_two_submissions_with_one_key_at_once_start_one_job(server: Server) -> None:
+    body = {"recipe": "tiny", "parameters": {"mode": "ok"}}
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: server.launch(body, key="same-key"), range(4)))
+    assert sorted(a.status_code for a in answers) == [200, 200, 200, 201], [a.text for a in answers]
+    assert len({a.json()["job"]["id"] for a in answers}) == 1
+    job = server.wait(answers[0].json()["job"]["id"], "succeeded")
+    assert [j["id"] for j in server.jobs()] == [job["id"]]
+    runs = server.http.get(f"/api/v1/projects/{PROJECT}/runs").json()
+    assert sorted(r["run"] for r in runs) == sorted(["seed", job["run"]])
+
+
+def test_a_job_past_its_time_limit_is_stopped_and_fails(server: Server) -> None:
+    made = server.launch({"recipe": "short", "run": "slow", "parameters": {"mode": "wait"}})
+    assert made.status_code == 201, made.text
+    job = server.wait(made.json()["job"]["id"], "failed", timeout=90)
+    assert job["reason"] == "stopped at its time limit of 0.05 minutes"
+    assert job["ended_at"] - job["started_at"] >= 3
+    # The runner passed SIGTERM on to the command and said so.
+    _wait_for(lambda: server.run("slow")["status"] == "cancelled")
+
+
+def test_a_git_source_is_checked_out_for_its_job_and_removed_after(
+    server: Server, tmp_path: Path
+) -> None:
+    checkouts = tmp_path / "data" / "launch" / "checkouts"
+    refused = server.launch(
+        {"recipe": "from_git", "run": "g0", "parameters": {"mode": "ok", "batch": 7}}
+    )
+    assert refused.status_code == 422, refused.text
+    assert not checkouts.exists() or list(checkouts.iterdir()) == []
+    made = server.launch({"recipe": "from_git", "run": "g1", "parameters": {"mode": "ok"}})
+    assert made.status_code == 201, made.text
+    server.wait(made.json()["job"]["id"], "succeeded")
+    assert "job ok says hello" in server.logs("g1")
+    assert list(checkouts.iterdir()) == []

@@ -108,7 +108,7 @@ class Resources:
     gpus: int = 0
     cpus: int = 1
     memory_gb: float = 1.0
-    time_minutes: int | None = None
+    time_minutes: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -406,21 +406,22 @@ def _resources(value: object, problems: _Problems) -> Resources | None:
         problems.add(f"resources.{key}", f"unknown field (known: {', '.join(sorted(known))})")
     gpus = _whole(value.get("gpus", 0), 0, limits.GPUS_MAX, "resources.gpus", problems)
     cpus = _whole(value.get("cpus", 1), 1, limits.CPUS_MAX, "resources.cpus", problems)
-    memory = value.get("memory_gb", 1.0)
-    if (
-        isinstance(memory, bool)
-        or not isinstance(memory, int | float)
-        or not 0 < memory <= limits.MEMORY_GB_MAX
-    ):
-        problems.add(
-            "resources.memory_gb",
-            f"must be a number of GB greater than 0 and at most {limits.MEMORY_GB_MAX}",
-        )
-        memory = 1.0
+    memory = _positive(
+        value.get("memory_gb", 1.0), "GB", limits.MEMORY_GB_MAX, "resources.memory_gb", problems
+    )
     minutes = value.get("time_minutes")
     if minutes is not None:
-        minutes = _whole(minutes, 1, limits.TIME_MINUTES_MAX, "resources.time_minutes", problems)
-    return Resources(gpus, cpus, float(memory), minutes)
+        minutes = _positive(
+            minutes, "minutes", limits.TIME_MINUTES_MAX, "resources.time_minutes", problems
+        )
+    return Resources(gpus, cpus, memory, minutes)
+
+
+def _positive(value: object, unit: str, high: float, where: str, problems: _Problems) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= high:
+        problems.add(where, f"must be a number of {unit} greater than 0 and at most {high:g}")
+        return 1.0
+    return float(value)
 
 
 def _rules(value: object, problems: _Problems) -> tuple[ConfigRule, ...]:

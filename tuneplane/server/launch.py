@@ -135,6 +135,7 @@ def _job_spec(
         gpus=recipe.resources.gpus,
         log_path=log,
         checkout=checkout,
+        time_minutes=recipe.resources.time_minutes,
     )
 
 
@@ -173,6 +174,7 @@ async def _submit(
         checkout,
     )
     if not report.ready:  # the authoritative gates, whatever a preview said
+        _remove(checkout)  # a checkout kept for a job that will not run
         raise _refused(report)
     submission = store_launch.Submission(
         project=project,

@@ -69,6 +69,8 @@ class JobSpec:
     log_path: Path
     #: A checkout made for the job, removed when it ends.
     checkout: Path | None = None
+    #: Minutes the job may run before it is stopped (the recipe's time_minutes).
+    time_minutes: float | None = None
 
     def argv(self) -> list[str]:
         return [
@@ -110,7 +112,10 @@ class _Started:
     spec: JobSpec
     process: subprocess.Popen[bytes]
     log: IO[bytes]
+    started: float = field(default_factory=time.monotonic)
+    #: When SIGKILL follows the SIGTERM sent (a cancel, the time limit, a stop).
     cancel_at: float | None = None
+    timed_out: bool = False
 
 
 class LocalEngine:
@@ -145,14 +150,27 @@ class LocalEngine:
             for job_id, started in list(self._running.items()):
                 code = started.process.poll()
                 if code is None:
-                    if started.cancel_at is not None and now >= started.cancel_at:
-                        _signal_group(started.process, signal.SIGKILL)
+                    self._enforce(started, now)
                     continue
                 del self._running[job_id]
                 self._ended(started, code)
             self._start_what_fits()
             changes, self._changes = self._changes, []
         return changes
+
+    @staticmethod
+    def _enforce(started: _Started, now: float) -> None:
+        """SIGKILL past a cancel's grace; SIGTERM past the job's time limit."""
+        if started.cancel_at is not None:
+            if now >= started.cancel_at:
+                _signal_group(started.process, signal.SIGKILL)
+            return
+        limit = started.spec.time_minutes
+        if limit is not None and now - started.started > limit * 60:
+            started.timed_out = True
+            started.cancel_at = now + CANCEL_GRACE_SECONDS
+            with contextlib.suppress(ProcessLookupError):
+                started.process.send_signal(signal.SIGTERM)
 
     def cancel(self, job_id: int) -> bool:
         """Cancel a queued job at once, or a running one by SIGTERM (SIGKILL after a
@@ -255,7 +273,10 @@ class LocalEngine:
         started.log.close()
         _remove(started.spec.checkout)
         state: JobState
-        if started.cancel_at is not None:
+        if started.timed_out:
+            minutes = started.spec.time_minutes
+            state, reason = "failed", f"stopped at its time limit of {minutes:g} minutes"
+        elif started.cancel_at is not None:
             state, reason = "cancelled", "cancelled"
         elif code == 0:
             state, reason = "succeeded", "exited with 0"
