@@ -86,6 +86,7 @@ PRIVATE_REQUESTS: list[tuple[str, str, Any]] = [
     ("PUT", _S + "/members/outsider", {"role": "viewer"}),
     ("POST", _R + "/shares", {}),
     ("GET", _S + "/shares", None),
+    ("GET", _S + "/launch/jobs", None),
     ("GET", f"/projects/{SECRET_PROJECT}/access", None),
     ("GET", f"/projects/{SECRET_PROJECT}/alerts", None),
     ("DELETE", _R + "/trajectories?trial_id=nothing", None),

@@ -8,10 +8,10 @@ import asyncio
 import secrets
 import shutil
 import uuid
-from pathlib import Path
+from pathlib import Path as FilePath
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter, Header, Path, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
@@ -25,6 +25,7 @@ from tuneplane.contract.launch import (
     LaunchInput,
     parse_launch,
 )
+from tuneplane.contract.limits import ROW_ID_MAX
 from tuneplane.launch.engines.local import JobSpec, StateChange
 from tuneplane.launch.readiness import Report, check_readiness
 from tuneplane.launch.recipes import Recipe
@@ -110,7 +111,7 @@ def _own_url(settings: Settings) -> str:
 
 
 def _job_spec(
-    state: AppState, project: str, report: Report, launched: Launched, checkout: Path | None
+    state: AppState, project: str, report: Report, launched: Launched, checkout: FilePath | None
 ) -> JobSpec:
     assert launched.token is not None, "a new job's attempt has its token"
     assert report.workdir is not None, "a ready report has its source"
@@ -206,11 +207,12 @@ async def _submit(
     return report, launched
 
 
-def _remove(path: Path | None) -> None:
+def _remove(path: FilePath | None) -> None:
     if path is not None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+JobId = Annotated[int, Path(ge=1, le=ROW_ID_MAX, description="the job's id")]
 IdempotencyKey = Annotated[
     str | None,
     Header(
@@ -256,7 +258,7 @@ def list_jobs(request: Request, project: str) -> Response:
 
 
 @router.post("/projects/{project}/launch/jobs/{job_id}/cancel")
-async def cancel_job(request: Request, project: str, job_id: int) -> Response:
+async def cancel_job(request: Request, project: str, job_id: JobId) -> Response:
     """Cancel a job: a queued one at once, a running one by SIGTERM to its runner, which
     passes it to the command and reports the attempt cancelled (SIGKILL after a grace)."""
     state = app_state(request)
