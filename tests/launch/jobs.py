@@ -95,5 +95,8 @@ def write_recipes(directory: Path) -> Path:
     )
     (directory / "too_big.toml").write_text(TINY + "\n[resources]\ncpus = 4096\n")
     (directory / "gpu.toml").write_text(TINY + "\n[resources]\ngpus = 1\n")
+    noted = TINY.replace('"{mode}"]', '"{mode}", "{note}"]')
+    noted = noted.replace("world_size = {", 'note = { type = "string" }\nworld_size = {')
+    (directory / "noted.toml").write_text(noted)
     (directory / "short.toml").write_text(TINY + "\n[resources]\ntime_minutes = 0.05\n")
     return directory

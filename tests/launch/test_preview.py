@@ -63,6 +63,10 @@ def test_parameters_and_rules_fail_with_their_reasons(world: World) -> None:
     assert "parameters.lr: -1 is less than the minimum of 0" in reason
     assert "parameters.mode: 'go' is not one of ['ok', 'fail', 'wait']" in reason
     assert _statuses(shown)["configuration"] == "not_checked"
+    # A NUL in an argument could reach no program.
+    nul = _preview(world, {"recipe": "noted", "parameters": {"mode": "ok", "note": "a\u0000b"}})
+    assert _reason(nul, "parameters") == "a value in the command holds a NUL character"
+    assert _preview(world, {"recipe": "noted", "parameters": {"mode": "ok", "note": "ab"}})["ready"]
     ruled = _preview(world, {"recipe": "tiny", "parameters": {"mode": "ok", "batch": 7}})
     assert _statuses(ruled)["configuration"] == "failed"
     assert _reason(ruled, "configuration") == ("batch % world_size == 0: whole batches per rank")

@@ -167,6 +167,9 @@ def _parameters(recipe: Recipe, merged: dict[str, Any]) -> tuple[Check, list[str
     except KeyError as exc:
         reason = f"the command needs {exc.args[0]}, which has no value and no default"
         return Check("parameters", "failed", reason), []
+    if any("\x00" in argument for argument in command):
+        # No program can receive it: the operating system ends an argument at NUL.
+        return Check("parameters", "failed", "a value in the command holds a NUL character"), []
     return Check("parameters", "passed", "the parameters satisfy the recipe's schema"), command
 
 

@@ -261,7 +261,7 @@ class LocalEngine:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: what the OS cannot pass on
             log.close()
             self._changes.append(StateChange(spec.job_id, "failed", None, f"not started: {exc}"))
             _remove(spec.checkout)
