@@ -11,6 +11,7 @@ from typing import Any
 from tuneplane import __version__
 from tuneplane.contract.errors import TuneplaneError
 from tuneplane.contract.settings import SettingError
+from tuneplane.launch_commands import add_launch_commands
 from tuneplane.read_commands import add_read_commands
 from tuneplane.run_commands import add_run_write_commands
 
@@ -842,6 +843,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_import_commands(commands)
     _add_eval_commands(commands)
     _add_sync_command(commands)
+    add_launch_commands(commands)
     return parser
 
 
