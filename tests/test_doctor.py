@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.launch.jobs import write_recipes
 from tests.nginx import running_nginx
 from tests.serving import running_server
 
@@ -75,3 +76,28 @@ def test_an_unreachable_server_and_unwritable_storage_fail_clearly(tmp_path: Pat
     assert "FAIL  http://127.0.0.1:9 does not answer" in done.stdout
     assert "FAIL  the blob store does not take writes" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_the_recipes_and_what_the_local_engine_can_run_now(tmp_path: Path) -> None:
+    recipes = write_recipes(tmp_path / "recipes")
+    with running_server("--data-dir", str(tmp_path / "data")) as base:
+        done = doctor("--server", base, "--data-dir", str(tmp_path / "data"),
+                      TUNEPLANE_RECIPES_DIR=str(recipes))  # fmt: skip
+        broken = tmp_path / "broken"
+        broken.mkdir()
+        (broken / "x.toml").write_text('engine = "ray"')
+        refused = doctor("--server", base, "--data-dir", str(tmp_path / "data"),
+                         TUNEPLANE_RECIPES_DIR=str(broken))  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert any(line.startswith(f"OK    10 recipes in {recipes}; the local engine has ")
+               for line in lines), done.stdout  # fmt: skip
+    assert any(line.startswith("OK    recipe tiny: ") and "bin/python runs (Python 3." in line
+               for line in lines)  # fmt: skip
+    assert any(line.startswith("FAIL  recipe gpu: too few GPUs (needs 1, has 0)")
+               for line in lines)  # fmt: skip
+    assert any(line.startswith("FAIL  recipe no_env: ") and line.endswith("does not exist")
+               for line in lines)  # fmt: skip
+    assert any(line.startswith("SKIP  recipe image: the image ghcr.io/example/trainer:1")
+               for line in lines)  # fmt: skip
+    assert done.returncode == 1
+    assert f"FAIL  the recipes have 4 problems, the first: {broken / 'x.toml'}: " in refused.stdout

@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 from urllib.parse import urlsplit
 
 import httpx
@@ -138,6 +138,37 @@ def server_checks(settings: Settings) -> Iterator[Check]:
         return
     verdict: Verdict = "ok" if readable else "fail"
     yield Check(verdict, f"the blob store takes writes ({blobs.location})")
+    yield from launch_checks(settings)
+
+
+_VERDICTS: Final[dict[str, Verdict]] = {"passed": "ok", "failed": "fail", "not_checked": "skip"}
+
+
+def launch_checks(settings: Settings) -> Iterator[Check]:
+    """The recipes read as the server reads them, and whether the local engine could run
+    each now: fleet fit and runtime resolution on this machine (docs/launch.md)."""
+    from tuneplane.contract.settings import SettingError
+    from tuneplane.launch.engines.local import machine_capacity
+    from tuneplane.launch.readiness import check_fleet, check_runtime
+    from tuneplane.launch.recipes import load_recipes
+
+    directory = settings.recipes_dir
+    if directory is None:
+        yield Check("skip", "no recipes: TUNEPLANE_RECIPES_DIR is unset, nothing can be launched")
+        return
+    try:
+        recipes = load_recipes(directory)
+    except SettingError as exc:
+        count = len(exc.problems)
+        what = f"the recipes have {count} problem{'s' * (count != 1)}, the first: "
+        yield Check("fail", what + exc.problems[0], "fix each line `tuneplane serve` prints")
+        return
+    capacity = machine_capacity()
+    has = f"{capacity.cpus} CPUs, {capacity.memory_gb:.1f} GB, {capacity.gpus} GPUs"
+    yield Check("ok", f"{len(recipes)} recipes in {directory}; the local engine has {has}")
+    for name in sorted(recipes):
+        for check in (check_fleet(recipes[name], capacity), check_runtime(recipes[name])):
+            yield Check(_VERDICTS[check.status], f"recipe {name}: {check.reason}")
 
 
 def run_checks(

@@ -111,8 +111,8 @@ def check_readiness(
         parameter_check,
         source_check,
         _configuration(recipe, merged, config, parameter_check),
-        _fleet(recipe, capacity),
-        _runtime(recipe),
+        check_fleet(recipe, capacity),
+        check_runtime(recipe),
     )
     return Report(
         recipe=recipe,
@@ -194,7 +194,8 @@ def _configuration(
     return Check("configuration", "passed", f"{count} rule{'s' * (count != 1)} hold")
 
 
-def _fleet(recipe: Recipe, capacity: Capacity) -> Check:
+def check_fleet(recipe: Recipe, capacity: Capacity) -> Check:
+    """The resources the recipe declares against what the engine reports now."""
     needs = recipe.resources
     short = [
         f"{what} (needs {need:g}, has {has:g})"
@@ -218,7 +219,9 @@ def _fleet(recipe: Recipe, capacity: Capacity) -> Check:
     )
 
 
-def _runtime(recipe: Recipe) -> Check:
+def check_runtime(recipe: Recipe) -> Check:
+    """The recipe's Python environment runs ``python -c 'import sys'`` (an image is not
+    checked: resolving it is the engine registry's business)."""
     if recipe.runtime.python is None:
         return Check(
             "runtime",
