@@ -583,6 +583,7 @@ def variables_named_in_the_package() -> set[str]:
                 and value.startswith(("TUNEPLANE_", "TRACKIO_"))
                 and value.replace("_", "").isalnum()
                 and value.isupper()
+                and not value.endswith("_")  # a prefix (a job's environment is cleared of them)
             ):
                 names.add(value)
     return names

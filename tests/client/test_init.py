@@ -271,7 +271,7 @@ def test_any_name_people_give_is_a_run_with_that_display_name(server: Server) ->
         """,
     )
     assert odd.returncode == 0, odd.stderr
-    assert "name 'tab\\there': must be 1-256 characters" in odd.stderr
+    assert "name 'tab\\there': must be 1-200 characters" in odd.stderr
     assert server.run(id_for_name("tab\there"))["display_name"] is None
 
 

@@ -64,7 +64,9 @@ BODY_BYTES = -(-2 * BOUND // CHUNK) * CHUNK
 PASSWORD = "a long passphrase"
 PROJECT, RUN, LOGIN = "limits", "r1", "member"
 #: Real values for the path parameters of the routes that take a body.
-PATH_VALUES = {"project": PROJECT, "run": RUN, "login": LOGIN, "rule_id": "1"}
+PATH_VALUES = {"project": PROJECT, "run": RUN, "login": LOGIN, "rule_id": "1", "job_id": "1"}
+#: Routes that read no body: their answer about what the path names (no job 1) is theirs.
+NO_BODY = {"/api/v1/projects/{project}/launch/jobs/{job_id}/cancel"}
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _PARAMETER = re.compile(r"\{(\w+)(?::\w+)?\}")
 
@@ -257,7 +259,11 @@ def test_every_route_refuses_an_oversized_body_before_reading_it_whole(
     ]
     assert failed == [], f"read past the limit or failed (bound {BOUND / MiB:.0f} MiB):\n{shown}"
     # The credentials got each request into its route: nothing was refused for who sent it.
-    refused = [r for r, a in answers.items() if a.status in (401, 403, 404)]
+    refused = [
+        r
+        for r, a in answers.items()
+        if a.status in (401, 403, 404) and r.split(" ", 1)[1] not in NO_BODY
+    ]
     assert refused == [], f"refused before the route read anything:\n{shown}"
 
 

@@ -132,7 +132,9 @@ class Reader:
 
     def done(self) -> None:
         if self.problems:
-            raise SettingError(self.problems)
+            # A setting read twice (the runner checks its command's settings, then reads
+            # some of them itself) is said once.
+            raise SettingError(dict.fromkeys(self.problems))
 
 
 # -- rules -----------------------------------------------------------------------------------
