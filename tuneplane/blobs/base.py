@@ -16,6 +16,7 @@ class BlobStoreUnavailable(Unavailable):
 
     def __init__(self, where: str, detail: str) -> None:
         super().__init__(f"blob store unavailable ({where}): {detail}; retry later")
+        self.where = where
         self.detail = detail
 
 
@@ -35,7 +36,9 @@ class BlobStore(Protocol):
         """Remove the body; a key that holds none is not an error."""
         ...
 
-    def ping(self) -> None: ...
+    def ping(self) -> None:
+        """Raise :class:`BlobStoreUnavailable` unless the store would take a body now."""
+        ...
 
 
 def open_blob_store(url: str | None, data_dir: Path) -> BlobStore:

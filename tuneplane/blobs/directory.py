@@ -56,5 +56,14 @@ class DirectoryStore:
             raise BlobStoreUnavailable(self.location, exc.strerror or str(exc)) from exc
 
     def ping(self) -> None:
-        if not os.access(self.root, os.W_OK):
-            raise BlobStoreUnavailable(self.location, "the directory is not writable")
+        """Write and remove a probe file: permission bits alone say nothing of a full,
+        read-only or vanished volume, nor of a superuser's writes."""
+        probe = self.root / f".probe-{uuid.uuid4().hex}"
+        try:
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            raise BlobStoreUnavailable(
+                self.location, f"the directory is not writable ({why})"
+            ) from exc

@@ -59,5 +59,14 @@ class S3Store:
     def ping(self) -> None:
         try:
             self._client.head_bucket(Bucket=self.bucket)
-        except (BotoCoreError, ClientError) as exc:
+        except ClientError as exc:
+            # HEAD answers have no body: a missing bucket is only its status, 404.
+            code = exc.response.get("Error", {}).get("Code")
+            why = (
+                f"the bucket {self.bucket!r} does not exist"
+                if code in ("404", "NoSuchBucket")
+                else _reason(exc)
+            )
+            raise BlobStoreUnavailable(self.location, why) from exc
+        except BotoCoreError as exc:
             raise BlobStoreUnavailable(self.location, _reason(exc)) from exc

@@ -145,6 +145,7 @@ def _lifespan(
             asyncio.create_task(diagnoses.watch_lost_attempts(state)),
             asyncio.create_task(diagnoses.check_language_model(state)),
             asyncio.create_task(launch.watch_jobs(state)),
+            asyncio.create_task(trajectories.check_blob_store(state)),
         ]
         if settings.trackio_import:  # Trackio databases in the data directory
             tasks.append(asyncio.create_task(trackio_import.import_on_start(state)))
@@ -188,10 +189,11 @@ def _include_routers(app: FastAPI) -> None:
 def _add_probes(app: FastAPI, opened: Database) -> None:
     @app.get("/healthz", tags=["meta"], dependencies=GUARDED)
     def healthz() -> Response:
-        """Readiness: 200 once the store answers a trivial query, else 503 naming the
-        store (a readinessProbe)."""
+        """Readiness: 200 once the store answers a trivial query and the blob store takes
+        a write, else 503 naming the one that does not (a readinessProbe)."""
         opened.ping()
-        return JSON({"status": "ok", "store": "ok", "version": __version__})
+        app.state.tuneplane.blobs.ping()
+        return JSON({"status": "ok", "store": "ok", "blobs": "ok", "version": __version__})
 
     @app.get("/livez", tags=["meta"], dependencies=GUARDED)
     async def livez() -> Response:

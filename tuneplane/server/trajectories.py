@@ -80,6 +80,21 @@ async def _discard(state: AppState, keys: list[str]) -> None:
         logger.info("tuneplane: %d trajectory bodies left for the sweeper (%s)", len(keys), exc)
 
 
+async def check_blob_store(state: AppState) -> None:
+    """Say at start, in the server's log, that the blob store takes no body: outcomes
+    would land while their trajectories are refused. Readiness (``/healthz``) says it too,
+    for as long as it lasts."""
+    try:
+        await run_in_threadpool(state.blobs.ping)
+    except BlobStoreUnavailable as exc:
+        logger.warning(
+            "tuneplane: blob store unavailable (%s): %s; trajectory bodies cannot be stored "
+            "until it answers (/healthz answers 503 meanwhile)",
+            exc.where,
+            exc.detail,
+        )
+
+
 @router.post("/ingest/trajectories")
 async def ingest_trajectories(request: Request, scope: Scope) -> Response:
     """Up to 16 trajectory documents of the attempt; an identity already stored with the
