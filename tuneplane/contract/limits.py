@@ -30,6 +30,8 @@ MAX_POINTS_MAX: Final = 10_000
 #: Series one downsampled read of several runs or several metrics may name (and runs one
 #: stream may follow).
 CHART_SERIES_MAX: Final = 64
+#: Series one bulk read (``…/columns``) may answer, over all the runs it names.
+BULK_SERIES_MAX: Final = 4_096
 #: New points of one metric a live stream event carries; beyond it the reader asks for them.
 LIVE_POINTS_MAX: Final = 1_000
 

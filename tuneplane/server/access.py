@@ -131,6 +131,8 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("GET", _RUN + "/metrics/{metric}"): _READ,
     ("GET", _RUN + "/points/{metric}"): _READ,
     ("GET", _RUN + "/points"): _READ,
+    ("GET", _RUN + "/columns"): _READ,
+    ("GET", _API + "/columns"): _READ_RUNS,
     ("GET", _RUN + "/invalid/{metric}"): _READ,
     ("GET", _RUN + "/invalid"): _READ,
     ("GET", _RUN + "/alerts"): _READ,

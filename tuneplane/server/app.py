@@ -23,6 +23,7 @@ from tuneplane.launch.recipes import load_recipes
 from tuneplane.server import (
     alert_checker,
     alert_rules,
+    bulk_reads,
     diagnoses,
     evaluation,
     ingest,
@@ -166,6 +167,7 @@ def _include_routers(app: FastAPI) -> None:
     # Every route runs the guard: its rule in access.RULES decides who may call it.
     for router in (
         reads.router,
+        bulk_reads.router,
         logs.router,
         streams.router,
         evaluation.router,
