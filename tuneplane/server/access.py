@@ -125,6 +125,7 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("GET", _API + "/metrics"): _READ_RUNS,
     ("GET", _API + "/points/{metric}"): _READ_RUNS,
     ("GET", _API + "/points"): _READ_RUNS,
+    ("GET", _API + "/groups/points"): _READ_RUNS,
     ("GET", _API + "/stream"): _READ_RUNS,
     ("GET", _RUN): _READ,
     ("GET", _RUN + "/metrics"): _READ,

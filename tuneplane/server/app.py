@@ -26,6 +26,7 @@ from tuneplane.server import (
     bulk_reads,
     diagnoses,
     evaluation,
+    groups,
     ingest,
     keys,
     launch,
@@ -168,6 +169,7 @@ def _include_routers(app: FastAPI) -> None:
     for router in (
         reads.router,
         bulk_reads.router,
+        groups.router,
         logs.router,
         streams.router,
         evaluation.router,

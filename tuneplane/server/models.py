@@ -239,3 +239,34 @@ class LogPage(BaseModel):
 class InvalidPointOut(BaseModel):
     step: int
     kind: str
+
+
+class GroupBucketOut(BaseModel):
+    #: the middle of the steps (paired by step), or the mean of the x metric's values
+    x: float
+    step_min: int
+    step_max: int
+    #: over the runs with a point here (each run's value: the mean of its points here)
+    mean: float
+    min: float
+    max: float
+    std: float
+    n: int
+    time: float
+    #: seconds since each run's creation, averaged
+    elapsed: float
+
+
+class GroupBuckets(BaseModel):
+    group: str
+    runs: list[str]
+    missing: list[str]
+    downsampled: bool
+    total_points: int
+    buckets: list[GroupBucketOut]
+
+
+class GroupsDownsampled(BaseModel):
+    metric: str
+    groups: list[GroupBuckets]
+    ungrouped: list[str]
