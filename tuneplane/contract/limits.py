@@ -177,6 +177,12 @@ IMPORT_LM_EVAL_SAMPLE_LINE_MAX_BYTES: Final = 16 * 1024 * 1024
 #: One line of a NeMo-RL step file: one sample with its token IDs, masks, advantages and
 #: log-probabilities, some tens of bytes a token (about 10 MiB at 128k tokens).
 IMPORT_NEMO_RL_LINE_MAX_BYTES: Final = 32 * 1024 * 1024
+#: An Inspect AI log file (``.eval``, a zip of JSON documents, or ``.json``) as stored: it
+#: is read into memory whole before Inspect's own reader parses it.
+IMPORT_INSPECT_LOG_MAX_BYTES: Final = 256 * 1024 * 1024
+#: What an ``.eval`` log's members unpack to, as its zip directory declares them (a zip of
+#: repetitive JSON packs some 10 to 1; its samples' events, the bulk, are never parsed).
+IMPORT_INSPECT_LOG_UNPACKED_MAX_BYTES: Final = 1024 * 1024 * 1024
 #: An import plan or an evaluation plan (some hundred bytes a trial).
 IMPORT_PLAN_MAX_BYTES: Final = 16 * 1024 * 1024
 #: A Harbor task's ``task.toml`` (names, timeouts, resources).

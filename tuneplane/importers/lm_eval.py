@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -24,16 +22,21 @@ from typing import Any, Final
 from tuneplane.contract.limits import OBSERVATION_MAX_FIELDS, OBSERVATION_STRING_MAX_CHARS
 from tuneplane.contract.trajectories import evaluation_text_cap, selection_rank
 from tuneplane.importers.lm_eval_files import HASHES, Record, Run, Samples, read_run
-from tuneplane.importers.plan import ROUND_PREFIX_MAX_CHARS, canonical_digest
+from tuneplane.importers.plan import canonical_digest
 from tuneplane.importers.problems import ImportRefused, Problem
-from tuneplane.importers.snapshot import Snapshot, assemble, check_snapshot, write_snapshot
+from tuneplane.importers.snapshot import (
+    Snapshot,
+    assemble,
+    check_snapshot,
+    round_prefix,
+    write_snapshot_files,
+)
 from tuneplane.importers.text import Redactor, RedactorFailed, kept_text
 
 SAMPLE_EVENT: Final = "lm-eval/sample"
 TASK_EVENT: Final = "lm-eval/task"
 #: ``progress(done, total)`` after each task read.
 Progress = Callable[[int, int], None]
-_NOT_ID: Final = re.compile(r"[^A-Za-z0-9_-]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,10 +242,6 @@ def _object(document: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _round_prefix(task: str) -> str:
-    return _NOT_ID.sub("-", task)[:ROUND_PREFIX_MAX_CHARS] or "lm-eval"
-
-
 def _filters(results: dict[str, Any], task: str, records: list[Record]) -> list[str]:
     """The task's filters: those its figures name, in order, then any other a record has."""
     names = [k.partition(",")[2] for k in results["results"].get(task, {}) if "," in k]
@@ -377,7 +376,7 @@ def task_snapshot(
     key = verdict_key(run.results, task)
     snapshot = assemble(
         source="lm-eval",
-        round_prefix=_round_prefix(task),
+        round_prefix=round_prefix(task, "lm-eval"),
         population=population,
         checkpoint=checkpoint(run.results),
         trials=trials,
@@ -421,31 +420,10 @@ def import_lm_eval(
 
 
 def write_snapshots(imported: LmEvalImport, out: str) -> list[str]:
-    """Each task's snapshot as ``OUT/<task>.json`` (``OUT`` is made if needed), the paths
-    written. A directory holding other ``.json`` files is refused before anything is
-    written: ``tuneplane import upload OUT`` would send them too."""
-    names = {task: f"{_round_prefix(task)}.json" for task in imported.snapshots}
-    problems: list[Problem] = []
+    """Each task's snapshot as ``OUT/<task>.json`` (:func:`write_snapshot_files`)."""
+    names = {task: f"{round_prefix(task, 'lm-eval')}.json" for task in imported.snapshots}
     if len(set(names.values())) < len(names):
-        problems.append(Problem(out, "", "two tasks' names make the same file name"))
-    if os.path.exists(out) and not os.path.isdir(out):
-        problems.append(Problem(out, "", "must be a directory (one snapshot per task)"))
-    elif os.path.isdir(out):
-        others = sorted(
-            n for n in os.listdir(out) if n.endswith(".json") and n not in names.values()
-        )
-        if others:
-            problems.append(
-                Problem(
-                    out, "", f"holds other snapshots ({', '.join(others[:3])}): use a new directory"
-                )
-            )
-    if problems:
-        raise ImportRefused(problems)
-    os.makedirs(out, exist_ok=True)
-    written = []
-    for task, snapshot in imported.snapshots.items():
-        path = os.path.join(out, names[task])
-        write_snapshot(snapshot, path)
-        written.append(path)
-    return written
+        raise ImportRefused([Problem(out, "", "two tasks' names make the same file name")])
+    return write_snapshot_files(
+        {names[task]: snapshot for task, snapshot in imported.snapshots.items()}, out
+    )

@@ -33,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -41,7 +42,7 @@ from tuneplane.contract.limits import IMPORT_SNAPSHOT_MAX_BYTES
 from tuneplane.contract.observations import parse_observation
 from tuneplane.contract.trajectories import parse_trajectory
 from tuneplane.importers.bounded import read_bounded
-from tuneplane.importers.plan import ROUND_HASH_CHARS, canonical_digest
+from tuneplane.importers.plan import ROUND_HASH_CHARS, ROUND_PREFIX_MAX_CHARS, canonical_digest
 from tuneplane.importers.problems import ImportRefused, Problem
 
 SNAPSHOT_FORMAT: Final = "tuneplane-import-snapshot"
@@ -52,6 +53,12 @@ CHECKPOINT_EVENT: Final = "evaluation/checkpoint"
 _BODY: Final = ("source", "round", "population", "checkpoint", "trials", "trajectories", "evidence")
 #: Parts a snapshot may leave out (covered by the content hash when present).
 _OPTIONAL: Final = ("events", "execution")
+_NOT_ID: Final = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def round_prefix(name: str, fallback: str) -> str:
+    """A round ID's prefix from a task's name: its characters outside IDs become ``-``."""
+    return _NOT_ID.sub("-", name)[:ROUND_PREFIX_MAX_CHARS] or fallback
 
 
 def round_id_of(round_prefix: str, content_hash: str, execution: object = None) -> str:
@@ -207,6 +214,32 @@ def write_snapshot(snapshot: Snapshot, path: str) -> None:
         with contextlib.suppress(OSError):
             os.remove(temporary)
         raise
+
+
+def write_snapshot_files(named: dict[str, Snapshot], out: str) -> list[str]:
+    """Each snapshot as ``OUT/<its file name>`` (``OUT`` is made if needed), the paths
+    written. A directory holding other ``.json`` files is refused before anything is
+    written: ``tuneplane import upload OUT`` would send them too."""
+    problems: list[Problem] = []
+    if os.path.exists(out) and not os.path.isdir(out):
+        problems.append(Problem(out, "", "must be a directory (one snapshot per round)"))
+    elif os.path.isdir(out):
+        others = sorted(n for n in os.listdir(out) if n.endswith(".json") and n not in named)
+        if others:
+            problems.append(
+                Problem(
+                    out, "", f"holds other snapshots ({', '.join(others[:3])}): use a new directory"
+                )
+            )
+    if problems:
+        raise ImportRefused(problems)
+    os.makedirs(out, exist_ok=True)
+    written = []
+    for name, snapshot in named.items():
+        path = os.path.join(out, name)
+        write_snapshot(snapshot, path)
+        written.append(path)
+    return written
 
 
 def _problems(file: str, document: dict[str, Any]) -> list[Problem]:
