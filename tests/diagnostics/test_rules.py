@@ -36,13 +36,48 @@ CHAINED = """\
 """
 
 
-def test_the_last_traceback_names_its_exception_and_the_users_innermost_frame() -> None:
+def test_the_first_traceback_names_its_exception_and_the_users_innermost_frame() -> None:
     (finding,) = diagnose(Evidence(lines=lines(CHAINED), exit_code=1))
     assert finding.code == "python_exception"
-    assert finding.title == "The job raised ValueError"
-    assert "column 'text' is missing" in finding.detail
-    assert "in main (/work/job/train.py, line 61)" in finding.detail
-    assert [c.line for c in finding.citations] == [8, 15]
+    assert finding.title == "The job raised KeyError"
+    assert "KeyError: 'text' in load (/work/job/data.py, line 12)" in finding.detail
+    assert "1 later traceback followed it (the last: ValueError)" in finding.detail
+    assert [c.line for c in finding.citations] == [0, 4]
+
+
+SHUTDOWN = """\
+[rank3]:[E ProcessGroupNCCL.cpp:1025] [PG 0 Rank 3] Process group watchdog thread terminated
+Traceback (most recent call last):
+  File "/job/train.py", line 70, in <module>
+    dist.barrier()
+torch.distributed.DistBackendError: NCCL communicator was aborted on rank 3.
+Exception ignored in: <function Pool.__del__ at 0x7f3c>
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/multiprocessing/pool.py", line 268, in __del__
+ResourceWarning: unclosed running multiprocessing pool
+Traceback (most recent call last):
+  File "/venv/bin/torchrun", line 8, in <module>
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: train.py FAILED"""
+
+
+def test_the_first_cause_wins_over_the_other_ranks_and_the_shutdown() -> None:
+    cause = """\
+Traceback (most recent call last):
+  File "/job/train.py", line 52, in <module>
+    batch = next(loader)
+  File "/job/data.py", line 31, in collate
+    ids = torch.stack(rows)
+RuntimeError: stack expects each tensor to be equal size, but got [512] at entry 0"""
+    text = cause + "\n" + "\n".join(f"step noise {n}" for n in range(600)) + "\n" + SHUTDOWN
+    found = diagnose(Evidence(lines=lines(text), exit_code=1))
+    exception = found[-1]
+    assert exception.title == "The job raised RuntimeError"
+    assert "in collate (/job/data.py, line 31)" in exception.detail
+    assert "3 later tracebacks followed it (the last: " in exception.detail
+    assert [c.line for c in exception.citations] == [0, 5]
+    # Only fallout and a finaliser's error: the first of them is said.
+    (only,) = [f for f in diagnose(Evidence(lines=lines(SHUTDOWN))) if f.code == "python_exception"]
+    assert only.title == "The job raised torch.distributed.DistBackendError"
 
 
 def test_a_traceback_raised_inside_a_library_says_so() -> None:
@@ -211,7 +246,9 @@ FileExistsError: [Errno 17] File exists: '/ckpt/step_100'"""
 def test_an_oom_comes_before_the_exception_raised_while_cleaning_up() -> None:
     found = diagnose(Evidence(lines=lines(CLEANUP_AFTER_OOM), exit_code=1))
     assert [f.code for f in found] == ["cuda_oom", "python_exception"]
-    assert "FileExistsError" in found[-1].title
+    # The traceback is the OOM's, not the cleanup's that followed it.
+    assert "OutOfMemoryError" in found[-1].title
+    assert "the last: FileExistsError" in found[-1].detail
 
 
 def test_of_two_causes_the_surer_then_the_earlier_comes_first() -> None:

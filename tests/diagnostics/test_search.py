@@ -1,6 +1,6 @@
-"""The search of a whole log finds every line a rule would cite: on each log of the corpus,
-the findings made from the lines the search keeps (with their context) are the findings
-made from every line."""
+"""The search of a whole log finds every line a rule would cite, tracebacks included: on
+each log of the corpus, the findings made from the lines the search keeps (with their
+context) are the findings made from every line."""
 
 from __future__ import annotations
 
@@ -11,11 +11,9 @@ import pytest
 from tests.diagnostics.test_corpus import CASES, CORPUS
 from tuneplane.diagnostics import Evidence, LogLine, diagnose, find_hits
 
-NO_TAIL = 10**9  # tracebacks are read in the tail only: leave them out of both
-
 
 def codes(lines: list[LogLine]) -> set[str]:
-    return {f.code for f in diagnose(Evidence(lines=lines, tail_from=NO_TAIL))}
+    return {f.code for f in diagnose(Evidence(lines=lines))}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["file"] for case in CASES])

@@ -86,3 +86,27 @@ def test_a_cause_repeated_by_every_rank_is_kept_within_bounds(api: TestClient) -
     (diagnosis,) = diagnoses(api)
     nccl = finding(diagnosis, "nccl_error")
     assert [c["line"] for c in nccl["citations"]] == [0, 1, 2, 3, 4]
+
+
+def test_the_first_traceback_anywhere_in_the_log_is_the_one_named(api: TestClient) -> None:
+    token = start(api)
+    cause = [
+        "[rank2]: Traceback (most recent call last):",
+        '[rank2]:   File "/job/reward.py", line 77, in score',
+        "[rank2]:     return table[answer]",
+        "[rank2]: KeyError: 'final_answer'",
+    ]
+    shutdown = [
+        "Traceback (most recent call last):",
+        '  File "/venv/bin/torchrun", line 8, in <module>',
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: train.py FAILED",
+    ]
+    noise = [NOISE.format(rank=n % 8, n=n) for n in range(1200)]
+    post(api, token, ["step 1 loss 2.3", *cause, *noise, *shutdown])
+    end(api, token, 1)
+    (diagnosis,) = diagnoses(api)
+    exception = finding(diagnosis, "python_exception")
+    assert exception["title"] == "The job raised KeyError"
+    assert "in score (/job/reward.py, line 77) (line 4)" in exception["detail"]
+    assert "1 later traceback followed it (the last: torch.distributed" in exception["detail"]
+    assert [c["line"] for c in exception["citations"]] == [1, 4]

@@ -50,7 +50,7 @@ class LogExtent:
 @dataclass(frozen=True, slots=True)
 class Evidence:
     #: The lines a diagnosis reads, in log order: the lines of the whole log that match a
-    #: signature (with a few of their neighbours), then the tail from ``tail_from`` on.
+    #: signature or belong to a traceback (with a few of their neighbours), then the tail.
     #: ``LogLine.index`` is a line's place in the attempt's log.
     lines: Sequence[LogLine] = ()
     exit_code: int | None = None
@@ -60,8 +60,6 @@ class Evidence:
     #: The sender's last transport health (heartbeat counters), when it sent one.
     transport: Mapping[str, Any] = field(default_factory=dict)
     config: Mapping[str, Any] | None = None
-    #: The index of the tail's first line: tracebacks are read in the tail only.
-    tail_from: int = 0
     #: How much of the log was read; None when the lines are all there is.
     extent: LogExtent | None = None
 

@@ -19,7 +19,7 @@ from tuneplane.diagnostics.evidence import (
 from tuneplane.diagnostics.patterns import NEAR_LINES, PATTERNS, Pattern
 from tuneplane.diagnostics.precedence import ordered
 from tuneplane.diagnostics.redact import redact_text
-from tuneplane.diagnostics.tracebacks import last_traceback
+from tuneplane.diagnostics.tracebacks import first_cause, tracebacks
 from tuneplane.diagnostics.trends import metric_findings
 
 #: Lines of the tail one finding cites at most.
@@ -80,8 +80,8 @@ def _pattern_finding(pattern: Pattern, evidence: Evidence, indexes: list[int]) -
 
 
 def _exception_finding(evidence: Evidence) -> Finding | None:
-    tail = [line for line in evidence.lines if line.index >= evidence.tail_from]
-    parsed = last_traceback(tail)
+    found = tracebacks(evidence.lines)
+    parsed = first_cause(found)
     if parsed is None:
         return None
     frame = parsed.user_frame
@@ -91,11 +91,19 @@ def _exception_finding(evidence: Evidence) -> Finding | None:
         else " (no frame of the job's own code: raised inside a library)"
     )
     message = f": {shorten(parsed.message)}" if parsed.message else ""
+    line = f" (line {parsed.exception_line.index})" if evidence.extent is not None else ""
+    later = [other for other in found if other.start.index > parsed.start.index]
+    after = (
+        f"; {len(later)} later traceback{'s' if len(later) > 1 else ''} followed it (the "
+        f"last: {later[-1].exception_type})"
+        if later
+        else ""
+    )
     return Finding(
         "python_exception",
         f"The job raised {parsed.exception_type}",
         "certain",
-        f"{parsed.exception_type}{message}{where}",
+        f"{parsed.exception_type}{message}{where}{line}{after}",
         "Read the traceback from its innermost frame of your code"
         + (f" ({frame.path}:{frame.line})" if frame is not None else "")
         + "; the findings above, when there are any, say what the error usually means.",

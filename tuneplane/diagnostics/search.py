@@ -13,10 +13,14 @@ from itertools import accumulate
 from typing import Final, NamedTuple
 
 from tuneplane.diagnostics.patterns import NEAR_LINES, PATTERNS, Pattern
+from tuneplane.diagnostics.tracebacks import FRAME_WORD, spans
 
 #: Lines kept before and after a line that matches, for the reader and for the rules that
 #: look around a line (``with_context``).
 CONTEXT_LINES: Final = 2
+#: Lines of a traceback kept before its exception line (its innermost frames); a longer
+#: one keeps its header too.
+TRACEBACK_LINES: Final = 40
 
 
 def _trie(words: Sequence[str]) -> str:
@@ -39,13 +43,17 @@ def _trie(words: Sequence[str]) -> str:
     return build(root)
 
 
-_WORDS: Final = sorted({word for pattern in PATTERNS for word in pattern.anchors})
+_WORDS: Final = sorted({FRAME_WORD, *(word for pattern in PATTERNS for word in pattern.anchors)})
 #: The engine tries the expression at every position whose character may begin it: words
 #: that begin with a capital (rarer in a log) are searched at once, the others one by one
 #: (a plain substring search is several times faster than the expression per character).
 _CAPITALISED: Final = re.compile(_trie([word for word in _WORDS if not word[0].islower()]))
 _LOWER: Final = tuple(word for word in _WORDS if word[0].islower())
 _PER_PATTERN: Final = tuple((p, re.compile(_trie(sorted(p.anchors)))) for p in PATTERNS)
+
+
+#: The code a traceback's lines are kept under.
+PYTHON_EXCEPTION: Final = "python_exception"
 
 
 class Hit(NamedTuple):
@@ -89,4 +97,16 @@ def find_hits(texts: Sequence[str]) -> list[Hit]:
             near = any(p.with_context is not None for p in matched)
             codes = tuple(p.code for p in matched)
             hits.append(Hit(at, codes, NEAR_LINES if near else CONTEXT_LINES))
+    frames = sorted(at for at in lines if FRAME_WORD in texts[at])
+    return sorted(hits + _traceback_hits(texts, frames))
+
+
+def _traceback_hits(texts: Sequence[str], frames: list[int]) -> list[Hit]:
+    """Each traceback's exception line with the frames before it, and its start when it
+    is longer than that."""
+    hits = []
+    for start, exception in spans(texts, frames):
+        hits.append(Hit(exception, (PYTHON_EXCEPTION,), min(exception - start, TRACEBACK_LINES)))
+        if exception - start > TRACEBACK_LINES:
+            hits.append(Hit(start, (PYTHON_EXCEPTION,), 0))
     return hits

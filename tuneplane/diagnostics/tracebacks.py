@@ -1,16 +1,21 @@
-"""Python tracebacks in a log tail: the exception's type and message, and the innermost
+"""Python tracebacks anywhere in a log: the exception's type and message, and the innermost
 frame of the user's own code (not the interpreter's library, not an installed package).
 
-Real tails are untidy: launchers put a prefix before every line (``[rank0]:``, a worker's
-name and a timestamp), a tail may begin in the middle of a traceback or end inside the
-next one, and a paste may lose its indentation. So frames are found anywhere in a line,
+Real logs are untidy: launchers put a prefix before every line (``[rank0]:``, a worker's
+name and a timestamp), the lines read may begin in the middle of a traceback or end inside
+the next one, and a paste may lose its indentation. So frames are found anywhere in a line,
 and the exception is the first line after a group of frames that is not their code.
+
+A job that fails prints its cause first and then its fallout: a cleanup that raises again
+("During handling of the above exception"), the other ranks' errors, the launcher's
+``ChildFailedError``. So the traceback that names the failure is the first one, passing
+over those that are only ever fallout.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from tuneplane.diagnostics.evidence import LogLine
@@ -26,7 +31,17 @@ _CARETS = re.compile(r"^[\s~^]+$")
 #: What comes right after an exception line, or right before it, in a traceback whose
 #: frames the tail does not hold.
 _CHAINED = re.compile(r"The above exception was the direct cause|During handling of the above")
+_HEADER = "Traceback (most recent call last)"
 _RAISE = re.compile(r"^\s+raise\b")
+#: Exceptions that only ever follow a failure elsewhere: a launcher's report of its child
+#: (torchrun, torch.multiprocessing), the other ranks losing their peer, a stop signal.
+_FALLOUT = re.compile(
+    r"(ChildFailedError|ProcessRaisedException|ProcessExitedException|DistBackendError|"
+    r"DistNetworkError|DistStoreError|SignalException|KeyboardInterrupt|BrokenPipeError|"
+    r"ConnectionResetError|SystemExit)$"
+)
+#: What the interpreter prints before a traceback it ignores (an error in a finaliser).
+_IGNORED = "Exception ignored in"
 #: Lines between two frames of one traceback at most (code, and two caret lines).
 _FRAME_GAP = 4
 #: Lines after a traceback's last frame in which its exception line must come.
@@ -49,6 +64,8 @@ class ParsedTraceback:
     #: the tail holds no header), and the exception line.
     start: LogLine
     exception_line: LogLine
+    #: The interpreter printed it and went on (an error in a finaliser).
+    ignored: bool = False
 
     @property
     def user_frame(self) -> Frame | None:
@@ -60,12 +77,15 @@ class ParsedTraceback:
 
 
 def _groups(lines: Sequence[LogLine]) -> list[list[int]]:
-    """Indexes of frame lines, grouped into tracebacks."""
+    """Positions of frame lines, grouped into tracebacks (the lines read may skip parts of
+    the log: two frames are of one traceback only when close in the log too)."""
     groups: list[list[int]] = []
     for position, line in enumerate(lines):
         if _FRAME.search(line.text) is None:
             continue
-        if groups and position - groups[-1][-1] <= _FRAME_GAP:
+        last = groups[-1][-1] if groups else None
+        headed = position > 0 and _HEADER in lines[position - 1].text
+        if last is not None and not headed and 0 < line.index - lines[last].index <= _FRAME_GAP:
             groups[-1].append(position)
         else:
             groups.append([position])
@@ -79,17 +99,23 @@ def _exception_after(lines: Sequence[LogLine], last_frame: int) -> tuple[int, st
     assert found is not None
     prefix = frame_line[: found.start()].rstrip()
     end = min(len(lines), last_frame + 1 + _EXCEPTION_WITHIN)
+    code_before = False
     for position in range(last_frame + 1, end):
+        if lines[position].index - lines[last_frame].index > _EXCEPTION_WITHIN:
+            break  # the lines read skip the rest of this traceback
         text = lines[position].text.rstrip()
         typed = _TYPED.search(text)
         if typed is not None:
             return position, typed["type"], (typed["message"] or "").strip()
         content = text[len(prefix) :] if prefix and text.startswith(prefix) else text
         if not content.strip() or _CARETS.match(content) or content.startswith("    "):
+            code_before = True
             continue  # the frame's code, its carets, a blank line
-        if position > last_frame + 1:
-            # Not indented, not a type: a message printed without its type.
+        if position > last_frame + 1 and code_before:
+            # Not indented, not a type, after the frame's code: a message printed without
+            # its type.
             return position, "an exception", content.strip()
+        code_before = False
     return None
 
 
@@ -108,15 +134,29 @@ def _lone_exception(lines: Sequence[LogLine]) -> ParsedTraceback | None:
     return None
 
 
-def last_traceback(lines: Sequence[LogLine]) -> ParsedTraceback | None:
-    """The last traceback of the tail that has its exception line (the one that ended the
-    process, when exceptions were chained or several ranks printed theirs)."""
-    found = _last_with_frames(lines)
-    return found if found is not None else _lone_exception(lines)
+def tracebacks(lines: Sequence[LogLine]) -> list[ParsedTraceback]:
+    """Every traceback of ``lines`` that has its exception line, in log order; when none
+    has its frames, an exception line whose frames the lines do not hold."""
+    found = list(_with_frames(lines))
+    if not found:
+        lone = _lone_exception(lines)
+        found = [] if lone is None else [lone]
+    return found
 
 
-def _last_with_frames(lines: Sequence[LogLine]) -> ParsedTraceback | None:
-    for group in reversed(_groups(lines)):
+def first_cause(found: Sequence[ParsedTraceback]) -> ParsedTraceback | None:
+    """The traceback that names the failure: the first that is not only fallout (or the
+    first, when all of them are)."""
+    causes = [parsed for parsed in found if not _is_fallout(parsed)]
+    return next(iter(causes or found), None)
+
+
+def _is_fallout(parsed: ParsedTraceback) -> bool:
+    return bool(_FALLOUT.search(parsed.exception_type)) or parsed.ignored
+
+
+def _with_frames(lines: Sequence[LogLine]) -> Iterator[ParsedTraceback]:
+    for group in _groups(lines):
         after = _exception_after(lines, group[-1])
         if after is None:
             continue
@@ -127,7 +167,21 @@ def _last_with_frames(lines: Sequence[LogLine]) -> ParsedTraceback | None:
             assert found is not None
             frames.append(Frame(found["path"], int(found["line"]), found["function"] or "?"))
         first = group[0]
-        if first and "Traceback (most recent call last)" in lines[first - 1].text:
+        if first and _HEADER in lines[first - 1].text:
             first -= 1  # cite the traceback from its header
-        return ParsedTraceback(kind, message, tuple(frames), lines[first], lines[position])
-    return None
+        ignored = first > 0 and _IGNORED in lines[first - 1].text
+        yield ParsedTraceback(kind, message, tuple(frames), lines[first], lines[position], ignored)
+
+
+#: What every frame line of a traceback holds.
+FRAME_WORD = 'File "'
+
+
+def spans(texts: Sequence[str], frames: Iterable[int]) -> list[tuple[int, int]]:
+    """(start, exception line) of each traceback of a page of a log (texts in order), by
+    place in the page, given the places of the page's lines that hold ``FRAME_WORD``."""
+    near: set[int] = set()
+    for at in frames:
+        near.update(range(max(0, at - 1), min(len(texts), at + _EXCEPTION_WITHIN + 1)))
+    lines = [LogLine(i, "stderr", texts[i]) for i in sorted(near)]
+    return [(found.start.index, found.exception_line.index) for found in _with_frames(lines)]

@@ -49,7 +49,6 @@ def evidence_of(stored: AttemptEvidence, ending: str) -> Evidence:
             LogLine(index, "stderr" if stream == "stderr" else "stdout", text, seq)
             for index, stream, text, seq in log.lines
         ],
-        tail_from=log.tail_from,
         extent=LogExtent(log.stored, log.searched, log.missing, log.stopped),
         exit_code=stored.exit_code,
         ending=ending,

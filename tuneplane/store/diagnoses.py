@@ -17,8 +17,9 @@ from tuneplane.store import points
 from tuneplane.store.schema import attempts, diagnoses, log_lines, runs
 from tuneplane.store.sql import Dialect
 
-#: Output lines of the attempt a diagnosis reads whole, from its end (the tail: where
-#: tracebacks are read); the rest of the log is searched for signatures.
+#: Output lines of the attempt a diagnosis reads whole, from its end (the tail: what the
+#: job printed last, and the context sent to the language model); the rest of the log is
+#: searched for signatures and tracebacks.
 LOG_TAIL_LINES: Final = 400
 #: The search of the whole log: lines read per query, lines read at most (the last ones),
 #: seconds it may take, and lines kept per finding code (the first ones: a cause comes
@@ -50,8 +51,6 @@ class LogRead:
 
     #: (index, stream, text, seq), in log order: ``index`` is the line's place in the log.
     lines: list[tuple[int, str, str, int]] = field(default_factory=list)
-    #: The index of the tail's first line.
-    tail_from: int = 0
     stored: int = 0
     searched: int = 0
     #: Lines the job numbered that the store never received (gaps in ``seq``).
@@ -161,12 +160,11 @@ def _read_log(
             stopped = f"the search stopped after {LOG_SEARCH_SECONDS:g} s"
             break
     tail = kept.tail()
-    tail_from = tail[0][0] if tail else index
     lines = sorted({**kept.lines, **{row[0]: row for row in tail}}.values())
     searched = index - start if find_hits is not None else len(tail)
     if stopped is not None:  # what was read is what the search covered, from its start
         searched = index - start
-    return LogRead(lines, tail_from, stored, searched, missing, stopped)
+    return LogRead(lines, stored, searched, missing, stopped)
 
 
 def _seq_at(connection: Connection, run_id: int, attempt: int, offset: int) -> int:
