@@ -24,6 +24,7 @@ from tuneplane.client.integrations.completions import (
     messages,
     reward,
     reward_names,
+    unanswered,
 )
 
 TOOL_PROMPT = [
@@ -39,12 +40,16 @@ TOOL_COMPLETION = [
 ]  # fmt: skip
 
 
-def test_a_reward_is_the_weighted_sum_or_none_when_one_is_missing() -> None:
+def test_a_reward_is_the_weighted_sum_of_the_functions_that_answered() -> None:
     assert reward([1.0, 0.5], None) == 1.5
     assert reward([1.0, 0.5], [1.0, 2.0]) == 2.0
     assert reward([3], None) == 3.0
     for missing in (None, math.nan, math.inf, True, "1"):
-        assert reward([1.0, missing], None) is None
+        # TRL trains on the sum of the others (nansum); the missing one is named.
+        assert reward([1.0, missing], [2.0, 1.0]) == 2.0
+        assert reward([missing, missing], None) is None  # none answered: no reward
+        assert unanswered([1.0, missing], ["acc", "format"]) == ["format"]
+    assert unanswered([0.0, 1], ["acc", "format"]) == []
     assert reward([1e308, 1e308], None) is None  # the sum is not finite either
 
 
@@ -136,8 +141,9 @@ def test_files_in_trls_format_arrive_as_rollouts_and_a_bad_one_is_logged_once(
                   retry=FAST, status_retry=FAST) as reporter:  # fmt: skip
         for step in (1, 2, 3, 9):
             log.logged(step, logs)
-        first = {"prompt": [TOOL_PROMPT] * 2, "completion": [TOOL_COMPLETION] * 2,
-                 "ok": [1.0, None], "style": [2.0, 0.0], "extra": ["a", "b"]}  # fmt: skip
+        first = {"prompt": [TOOL_PROMPT] * 3, "completion": [TOOL_COMPLETION] * 3,
+                 "ok": [1.0, None, None], "style": [2.0, 0.0, math.nan],
+                 "extra": ["a", "b", "c"]}  # fmt: skip
         trl_file(completions, 1, first)
         (completions / "completions_00002.parquet").write_bytes(b"not parquet")
         trl_file(completions, 3, {"prompt": ["x"], "completion": ["y"], "other": [1.0]})
@@ -148,12 +154,19 @@ def test_files_in_trls_format_arrive_as_rollouts_and_a_bad_one_is_logged_once(
         assert reporter.flush(20)
     page = server.get(f"/api/v1/projects/{PROJECT}/runs/{run}/trajectories", scope="training")
     rows = {(row["step"], row["trajectory_id"]): row for row in page["items"]}
-    assert sorted(rows) == [(1, "completion-0"), (1, "completion-1")]
-    scored, missing = rows[1, "completion-0"], rows[1, "completion-1"]
+    assert sorted(rows) == [(1, "completion-0"), (1, "completion-1"), (1, "completion-2")]
+    scored, partial, missing = (rows[1, f"completion-{row}"] for row in range(3))
     assert (scored["reward"], scored["category"], scored["capture_policy"]) == (
         2.0, "representative", "sampled"
     )  # fmt: skip
-    assert (missing["reward"], missing["category"]) == (None, "invalid_reward")
+    assert scored["reward_missing"] is None
+    # 'ok' gave nothing: the reward is style's weighted value, as TRL trained on.
+    assert (partial["reward"], partial["category"], partial["reward_missing"]) == (
+        0.0, "low_reward", ["ok"]
+    )  # fmt: skip
+    assert (missing["reward"], missing["category"], missing["reward_missing"]) == (
+        None, "invalid_reward", ["ok", "style"]
+    )  # fmt: skip
     read = server.get(f"/api/v1/projects/{PROJECT}/runs/{run}/trajectories/{scored['id']}")
     assert read["messages"] == messages(TOOL_PROMPT, TOOL_COMPLETION)
     warnings = [r.getMessage() for r in caplog.records]

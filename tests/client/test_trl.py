@@ -44,11 +44,11 @@ model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=le
 def text(completion):
     return completion if isinstance(completion, str) else completion[-1]["content"]
 
-def length(completions, **kwargs):
-    return [float(len(text(c).split())) for c in completions]
+def length(completions, **kwargs):  # none for the first of each batch
+    return [None if i == 0 else float(len(text(c).split())) for i, c in enumerate(completions)]
 
-def sometimes(completions, **kwargs):  # no reward for the first of each batch
-    return [None if i == 0 else 0.5 * (i % 3) for i in range(len(completions))]
+def sometimes(completions, **kwargs):  # none for the first two of each batch
+    return [None if i < 2 else 0.5 * (i % 3) for i in range(len(completions))]
 
 {prompts}
 args = GRPOConfig(
@@ -117,9 +117,20 @@ def body(server: Server, run: str, row: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def expected_rewards(path: Path) -> list[float | None]:
-    """Each row's ``length + 2 * sometimes``, None without ``sometimes``."""
+    """Each row's ``length + 2 * sometimes`` over the functions that answered, as TRL sums
+    them for training; None when neither did."""
     rows = pq.read_table(path).to_pylist()
-    return [None if r["sometimes"] is None else r["length"] + 2 * r["sometimes"] for r in rows]
+    return [
+        None if r["length"] is None and r["sometimes"] is None
+        else (r["length"] or 0.0) + 2 * (r["sometimes"] or 0.0)
+        for r in rows
+    ]  # fmt: skip
+
+
+def expected_missing(path: Path) -> list[list[str] | None]:
+    """Each row's reward functions that gave no value (TRL stores a None as null)."""
+    rows = pq.read_table(path).to_pylist()
+    return [[n for n in ("length", "sometimes") if r[n] is None] or None for r in rows]
 
 
 def expected_category(reward: float | None, rewards: list[float | None]) -> str:
@@ -139,6 +150,7 @@ def check_step(
     """Every arrived rollout of one step matches its row of ``path``; the rewards of the
     rows of each category, sent or not."""
     rewards = expected_rewards(path)
+    missing = expected_missing(path)
     rows = pq.read_table(path).to_pylist()
     assert 0 < len(arrived) <= min(32, len(rows))
     by_category: dict[str, list[float | None]] = {}
@@ -151,6 +163,7 @@ def check_step(
         else:
             assert row["reward"] == pytest.approx(rewards[index])
             assert row["category"] == expected_category(rewards[index], rewards)
+        assert row["reward_missing"] == missing[index]
         assert (row["collection_policy"], row["consumption_policy"]) == (None, None)
         prompt, completion = rows[index]["prompt"], rows[index]["completion"]
         if isinstance(prompt, str):
@@ -180,8 +193,12 @@ def test_grpo_chat_completions_are_the_runs_training_rollouts(
         check_step(server, run, path, arrived[step])
         assert len(arrived[step]) == 8  # all of a batch under the cap
         categories |= {row["category"] for row in arrived[step].values()}
-    # The first completion of each batch has no reward; a completion is never a failure.
+    # The first completion of each batch has no reward at all; the second has the sum of
+    # the one function that answered, as TRL trained on; a completion is never a failure.
     assert categories == {"invalid_reward", "low_reward", "representative"}
+    second = arrived[1]["completion-1"]
+    assert second["reward_missing"] == ["sometimes"]
+    assert second["reward"] is not None
     assert [step for step, _ in points(server, run, "train/reward")] == [1, 2, 3]
 
 

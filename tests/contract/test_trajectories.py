@@ -147,6 +147,11 @@ def test_categories_follow_the_producer_and_the_reward(
         (training(reward=NotFinite("NaN")), "t.reward: must be a finite number or null"),
         (training(reward=1.0, reward_invalid=True), "t.reward_invalid: true, but a finite"),
         (training(reward=None), "t.diagnostic: low_reward needs the finite reward"),
+        (training(reward_missing="format"), "t.reward_missing: must be a list of 1-32"),
+        (training(reward_missing=[]), "t.reward_missing: must be a list of 1-32"),
+        (training(reward_missing=["a", "a"]), "t.reward_missing: must be a list of 1-32 distinct"),
+        (training(reward_missing=["x" * 257]), "t.reward_missing: must be a list of 1-32"),
+        (evaluation(reward_missing=["a"]), "t.reward_missing: is a training rollout's field"),
         (evaluation(messages="hi"), "t.messages: required: a list of at most 1024"),
         (evaluation(total_messages=3), "t.total_messages: must be an integer of at least"),
         (evaluation(total_messages=5), "t.complete: true, but total_messages (5) differs"),
@@ -157,6 +162,18 @@ def test_categories_follow_the_producer_and_the_reward(
 )
 def test_each_broken_rule_is_named(item: object, expected: str) -> None:
     assert any(problem.startswith(expected) for problem in problems(item)), problems(item)
+
+
+def test_the_reward_functions_that_gave_none_are_kept_only_when_sent() -> None:
+    partial, _ = parse_trajectory("t", training(reward_missing=["format", "my/judge"]))
+    assert partial is not None
+    assert partial.reward_missing == ("format", "my/judge")
+    assert partial.document["reward_missing"] == ["format", "my/judge"]
+    whole, _ = parse_trajectory("t", training())
+    assert whole is not None
+    # A document without it is stored as before: an earlier upload sent again is the same.
+    assert whole.reward_missing is None
+    assert "reward_missing" not in whole.document
 
 
 @pytest.mark.parametrize(

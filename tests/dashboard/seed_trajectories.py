@@ -162,6 +162,8 @@ def rollout(step: int, i: int, *, markup: bool = True) -> dict[str, Any]:
         "complete": True,
         "capture_policy": "sampled",
     }
+    if kind == 2 and i % 12 == 8:  # one reward function gave none: the others' sum
+        document["reward_missing"] = ["format"]
     return document
 
 

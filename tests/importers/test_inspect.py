@@ -1,5 +1,5 @@
 """Inspect AI import: real logs written here by Inspect's own mock model, from logs to
-snapshot (the command line and the upload are in test_inspect_cli.py)."""
+snapshot."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.importers.inspect_logs import write_logs
-from tuneplane.importers.inspect_eval import TASK_EVENT, import_inspect, sample_key
+from tuneplane.importers.inspect_eval import import_inspect, sample_key
+from tuneplane.importers.inspect_protocol import SAMPLE_EVENT, TASK_EVENT
 from tuneplane.importers.problems import ImportRefused
 from tuneplane.importers.snapshot import read_snapshot
 
@@ -133,10 +134,29 @@ def test_the_task_is_the_protocol_evidence_and_the_model_is_not(logs: Path) -> N
     assert {"task", "dataset", "plan", "scorers", "config", "inspect_ai"} <= parts
     assert "mockllm" not in json.dumps({k: v for k, v in fields.items() if k != "log"})
     # The graded task differs in its task, plan and scorers, not in Inspect's version.
-    (other,) = one(logs / "graded")["events"]
+    (other,) = [e for e in one(logs / "graded")["events"] if e["name"] == TASK_EVENT]
     differ = sorted(k for k in parts if fields[f"settings.{k}"] != other["fields"][f"settings.{k}"])
     assert {"task", "plan", "scorers", "dataset"} <= set(differ)
     assert "inspect_ai" not in differ
+
+
+def test_every_scorer_s_value_is_sent_beside_the_trial(logs: Path) -> None:
+    snapshot = one(logs / "eval")
+    samples = {
+        e["fields"]["trial_id"]: e["fields"]
+        for e in snapshot["events"]
+        if e["name"] == SAMPLE_EVENT
+    }
+    assert sorted(samples) == sorted([*OUTCOMES, "boom-r0", "boom-r1"])
+    right = samples["add-1-r1"]
+    assert (right["sample_id"], right["epoch"]) == ("add-1", 2)
+    assert (right["score.match"], right["score.length"]) == ("C", 1)
+    # Two calls of the mock model, 20 and 5 tokens each.
+    assert (right["input_tokens"], right["output_tokens"]) == (40, 10)
+    assert "score.match" not in samples["boom-r0"]
+    graded = [e["fields"] for e in one(logs / "graded")["events"] if e["name"] == SAMPLE_EVENT]
+    values = {f["trial_id"]: f["score.graded"] for f in graded}
+    assert (values["value-2-r0"], values["value-3-r0"], values["value-4-r0"]) == (0.5, "P", True)
 
 
 def test_the_model_is_kept_out_of_the_settings_digest(logs: Path, tmp_path: Path) -> None:
@@ -205,9 +225,13 @@ def test_snapshots_are_written_one_per_log_and_read_back(logs: Path, tmp_path: P
     shutil.copytree(logs / "eval", both / "eval")
     shutil.copytree(logs / "graded", both / "graded")
     imported = import_inspect(str(both))
-    written = write_snapshots(imported, str(tmp_path / "out"))
+    # Inside the log directory: the snapshots' names are never taken for logs.
+    written = write_snapshots(imported, str(both / "snapshots"))
     assert len(written) == 2
+    assert all(Path(p).name.startswith("inspect-") for p in written)
     assert {read_snapshot(p).round_id.split("-")[0] for p in written} == {"arith", "graded"}
+    again = import_inspect(str(both))
+    assert write_snapshots(again, str(both / "snapshots")) == written
 
 
 def test_bad_logs_are_refused_naming_the_file(logs: Path, tmp_path: Path) -> None:

@@ -563,14 +563,16 @@ class Reporter:
         trajectory_id: str | None = None,
         diagnostic: Diagnostic | None = None,
         reward: float | None = None,
+        reward_missing: Sequence[str] | None = None,
         collection_policy: str | int | None = None,
         consumption_policy: str | int | None = None,
     ) -> bool:
         """Queue the messages of one evaluation trial (``scope="evaluation"``: ``round_id``,
         ``trial_id``, ``trial_attempt`` 0 unless given) or one training rollout
         (``scope="training"``: ``step``, ``trajectory_id``, and optionally ``diagnostic``
-        ``failure``/``anomaly``/``low_reward``/``representative``, ``reward``, the
-        ``collection_policy`` and ``consumption_policy`` versions). Each message is a
+        ``failure``/``anomaly``/``low_reward``/``representative``, ``reward``, the reward
+        functions that gave none (``reward_missing``), the ``collection_policy`` and
+        ``consumption_policy`` versions). Each message is a
         mapping with ``role`` and ``content`` (see docs/sdk.md); they are copied now.
 
         ``total_messages`` defaults to ``len(messages)`` and ``complete`` to whether they
@@ -597,6 +599,7 @@ class Reporter:
             "trajectory_id": trajectory_id,
             "diagnostic": diagnostic,
             "reward": reward,
+            "reward_missing": reward_missing,
             "collection_policy": collection_policy,
             "consumption_policy": consumption_policy,
         }

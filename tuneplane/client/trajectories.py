@@ -46,6 +46,7 @@ _OPTIONAL: Final = (
     "diagnostic",
     "reward",
     "reward_invalid",
+    "reward_missing",
     "collection_policy",
     "consumption_policy",
 )

@@ -125,6 +125,10 @@ TRAJECTORY_MAX_MESSAGES: Final = 1_024
 #: Documents in one ``POST /api/v1/ingest/trajectories`` (the body stays within
 #: ``INGEST_BODY_MAX_BYTES``, so a batch holds at most three documents of the largest size).
 TRAJECTORY_BATCH_MAX: Final = 16
+#: A training rollout's ``reward_missing``: the reward functions that gave it no reward
+#: (as many as a trainer may have), each named in at most this many characters.
+REWARD_MISSING_MAX: Final = 32
+REWARD_NAME_MAX_CHARS: Final = 256
 #: SDK: documents waiting for the sender, and their bytes, before new ones are dropped.
 TRAJECTORY_QUEUE_MAX: Final = 256
 TRAJECTORY_QUEUE_MAX_BYTES: Final = 64 * 1024 * 1024

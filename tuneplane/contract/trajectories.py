@@ -14,9 +14,9 @@ Wire format (``POST /api/v1/ingest/trajectories``, 1-16 documents, each at most 
          {"role": "assistant", "content": "51"}],
        "total_messages": 4, "complete": true, "capture_policy": "all"},
       {"scope": "training", "step": 120, "trajectory_id": "r3", "diagnostic": "low_reward",
-       "reward": 0.05, "collection_policy": "v118", "consumption_policy": "v120",
-       "messages": [...], "total_messages": 40, "complete": false,
-       "capture_policy": "sampled"}]}
+       "reward": 0.05, "reward_missing": ["format"], "collection_policy": "v118",
+       "consumption_policy": "v120", "messages": [...], "total_messages": 40,
+       "complete": false, "capture_policy": "sampled"}]}
 
 A trajectory's identity is immutable within its run and execution attempt (the ingest
 token's): ``(round_id, trial_id, trial_attempt)`` for ``evaluation``, ``(step,
@@ -43,6 +43,8 @@ from tuneplane.contract.limits import (
     EVAL_TEXT_ALL_MAX_TRIALS,
     EVAL_TEXT_SAMPLED_TRIALS,
     OBSERVATION_STRING_MAX_CHARS,
+    REWARD_MISSING_MAX,
+    REWARD_NAME_MAX_CHARS,
     TRAJECTORY_BATCH_MAX,
     TRAJECTORY_MAX_BYTES,
     TRAJECTORY_MAX_MESSAGES,
@@ -79,6 +81,7 @@ _TRAINING_FIELDS: Final = (
     "diagnostic",
     "reward",
     "reward_invalid",
+    "reward_missing",
     "collection_policy",
     "consumption_policy",
 )
@@ -120,6 +123,9 @@ class Trajectory:
     diagnostic: Diagnostic | None
     reward: float | None
     reward_invalid: bool
+    #: The reward functions that gave the rollout no reward (its reward is the others'
+    #: sum, as the trainer's), in the trainer's order; None when every one answered.
+    reward_missing: tuple[str, ...] | None
     collection_policy: str | None
     consumption_policy: str | None
     total_messages: int
@@ -298,6 +304,25 @@ def _policy(check: _Check, item: Mapping[str, Any], key: str) -> str | None:
     return check.text(item, key)
 
 
+def _reward_missing(check: _Check, item: Mapping[str, Any]) -> list[str] | None:
+    names = item.get("reward_missing")
+    if names is None:
+        return None
+    rule = (
+        f"must be a list of 1-{REWARD_MISSING_MAX} distinct reward function names of "
+        f"1-{REWARD_NAME_MAX_CHARS} characters"
+    )
+    if (
+        not isinstance(names, list)
+        or not 1 <= len(names) <= REWARD_MISSING_MAX
+        or any(_problem_text(name, REWARD_NAME_MAX_CHARS) for name in names)
+        or len(set(names)) != len(names)
+    ):
+        check.add("reward_missing", rule)
+        return None
+    return names
+
+
 def _training(check: _Check, item: Mapping[str, Any]) -> dict[str, Any]:
     step = item.get("step")
     if not is_step(step):
@@ -319,7 +344,7 @@ def _training(check: _Check, item: Mapping[str, Any]) -> dict[str, Any]:
         check.add("reward_invalid", "true, but a finite reward was sent")
     if diagnostic == "low_reward" and reward is None:
         check.add("diagnostic", "low_reward needs the finite reward it is low by")
-    return {
+    fields = {
         "step": step,
         "trajectory_id": trajectory_id,
         "diagnostic": diagnostic,
@@ -329,6 +354,10 @@ def _training(check: _Check, item: Mapping[str, Any]) -> dict[str, Any]:
         "collection_policy": _policy(check, item, "collection_policy"),
         "consumption_policy": _policy(check, item, "consumption_policy"),
     }
+    missing = _reward_missing(check, item)
+    if missing is not None:  # only when sent: older documents keep their digest
+        fields["reward_missing"] = missing
+    return fields
 
 
 def _evaluation(check: _Check, item: Mapping[str, Any]) -> dict[str, Any]:
@@ -398,6 +427,7 @@ def _trajectory(
         diagnostic=fields.get("diagnostic"),
         reward=fields.get("reward"),
         reward_invalid=fields.get("reward_invalid", False),
+        reward_missing=tuple(fields["reward_missing"]) if "reward_missing" in fields else None,
         collection_policy=fields.get("collection_policy"),
         consumption_policy=fields.get("consumption_policy"),
         total_messages=item["total_messages"],

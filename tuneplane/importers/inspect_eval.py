@@ -7,9 +7,8 @@ Its verdict comes from the task's first scorer, and only when that score is bina
 earlier attempt of the trial. The population is the samples Inspect planned times the
 epochs, so samples a stopped evaluation never reached are missing coverage, never
 failures. The task's name, version, dataset, plan (solvers) and scorers are the round's
-protocol evidence: the settings digest is taken over them (:func:`protocol`), never over
-the model, which is the checkpoint's name, so two models evaluated under one protocol
-compare.
+protocol evidence (:mod:`tuneplane.importers.inspect_protocol`), never the model, which is
+the checkpoint's name, so two models evaluated under one protocol compare.
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ from tuneplane.contract.ids import id_problem
 from tuneplane.contract.limits import ID_MAX_CHARS, OBSERVATION_STRING_MAX_CHARS
 from tuneplane.contract.trajectories import evaluation_text_cap, selection_rank
 from tuneplane.importers.inspect_files import LogFile, find_logs, read_log
+from tuneplane.importers.inspect_protocol import digests, protocol, sample_event, task_event
 from tuneplane.importers.inspect_text import messages, value_text
-from tuneplane.importers.plan import canonical_digest
 from tuneplane.importers.problems import ImportRefused, Problem
 from tuneplane.importers.snapshot import (
     Snapshot,
@@ -37,29 +36,12 @@ from tuneplane.importers.snapshot import (
 )
 from tuneplane.importers.text import Redactor, RedactorFailed, kept_text
 
-TASK_EVENT: Final = "inspect/task"
 #: ``progress(done, total)`` after each log read.
 Progress = Callable[[int, int], None]
 #: A sample ID keeps this many characters in a trial ID (room for ``-r<epoch>``).
 _SAMPLE_KEY_MAX: Final = ID_MAX_CHARS - 12
 _NOT_ID: Final = re.compile(r"[^A-Za-z0-9_-]")
 _ERROR_TYPE: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\(")
-#: EvalConfig keys that say how a run was displayed, logged, parallelized or cleaned up, or
-#: when it stops: not how a sample is evaluated, so left out of the protocol.
-_RUN_ONLY: Final = frozenset(
-    {
-        "sandbox_cleanup",
-        "sandbox_prebuilt",
-        "score_display",
-        "fail_on_error",
-        "continue_on_fail",
-        "debug_errors",
-        "notification",
-        "sentinel",
-        "acp_server",
-        "trace",
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,43 +164,6 @@ def _attempts(sample: Any, scorer: str | None) -> list[tuple[dict[str, Any], dic
     return attempts
 
 
-def _dump(model: Any) -> Any:
-    return None if model is None else model.model_dump(mode="json", exclude_none=True)
-
-
-def protocol(log: Any) -> dict[str, Any]:
-    """What the settings digest is taken over: the task, its arguments, dataset, plan
-    (solvers and generation settings), scorers and limits, and Inspect's version. Left out:
-    the model, its arguments and base URL (the checkpoint's), the run's IDs and times,
-    and settings of display, logging, concurrency and cleanup (:data:`_RUN_ONLY`)."""
-    spec = log.eval
-    config = _dump(spec.config) or {}
-    dataset = _dump(spec.dataset) or {}
-    roles = {
-        role: [[m.model, _dump(m.config)] for m in (ms if isinstance(ms, list) else [ms])]
-        for role, ms in (spec.model_roles or {}).items()
-    }
-    return {
-        "task": spec.task,
-        "task_version": spec.task_version,
-        "task_args": spec.task_args,
-        "solver": spec.solver,
-        "solver_args": spec.solver_args,
-        "dataset": {k: v for k, v in dataset.items() if k != "location"},
-        "plan": _dump(log.plan),
-        "scorers": [_dump(s) for s in spec.scorers or []],
-        "config": {
-            k: v
-            for k, v in config.items()
-            if not k.startswith(("log_", "max_")) and k not in _RUN_ONLY
-        },
-        "generate_config": _dump(spec.model_generate_config),
-        "model_roles": roles,
-        "sandbox": _dump(spec.sandbox),
-        "inspect_ai": (spec.packages or {}).get("inspect_ai"),
-    }
-
-
 def _planned(log: Any) -> list[str] | None:
     """The planned trial IDs (every sample Inspect was to run, times the epochs), when the
     log names the samples."""
@@ -227,67 +172,6 @@ def _planned(log: Any) -> list[str] | None:
         return None
     epochs = log.eval.config.epochs or 1
     return [trial_id(sample, epoch) for sample in ids for epoch in range(1, epochs + 1)]
-
-
-def _input_text(value: Any) -> object:
-    return value if isinstance(value, str) else [[m.role, m.text] for m in value]
-
-
-def _digests(log: Any, planned: list[str] | None, protocol_: dict[str, Any]) -> dict[str, str]:
-    """The round's digests that the log can attest; the rest left out (shown missing)."""
-    digests = {
-        "settings": canonical_digest(protocol_),
-        "verifier": canonical_digest(protocol_["scorers"]),
-    }
-    if planned is None:
-        return digests
-    digests["cohort"] = canonical_digest({"task": log.eval.task, "trials": sorted(planned)})
-    samples = {str(s.id): s for s in log.samples or []}
-    wanted = [str(i) for i in log.eval.dataset.sample_ids]
-    if all(i in samples for i in wanted):
-        rows = [[i, _input_text(samples[i].input), samples[i].target] for i in sorted(wanted)]
-        digests["dataset"] = canonical_digest({"task": log.eval.task, "samples": rows})
-    return digests
-
-
-def _short(value: object) -> str:
-    return value_text(value, OBSERVATION_STRING_MAX_CHARS)
-
-
-def _task_event(
-    file: LogFile, protocol_: dict[str, Any], scorer: str | None, reported: int, expected: int
-) -> dict[str, Any]:
-    """The ``inspect/task`` event: the round's protocol evidence, with a digest of each
-    part of the protocol, so two rounds whose settings digests differ say which part."""
-    spec, log = file.log.eval, file.log
-    steps = [step.solver for step in (log.plan.steps if log.plan else [])]
-    optional: dict[str, object] = {
-        "version": spec.task_version,
-        "inspect_ai": protocol_["inspect_ai"],
-        "dataset": spec.dataset.name,
-        "dataset_location": spec.dataset.location,
-        "dataset_samples": spec.dataset.samples,
-        "solver": ", ".join(steps) or spec.solver,
-        "scorers": ", ".join(s.name for s in spec.scorers or []),
-        "verdict": scorer,
-        "revision": spec.revision.commit if spec.revision else None,
-    }
-    fields: dict[str, Any] = {
-        "task": _short(spec.task),
-        "log": _short(file.path.rpartition("/")[2]),
-        "status": _short(log.status),
-        "epochs": spec.config.epochs or 1,
-        "trials_planned": expected,
-        "trials_reported": reported,
-    }
-    for name, value in optional.items():
-        if isinstance(value, int) and not isinstance(value, bool):
-            fields[name] = value
-        elif value is not None and value != "":
-            fields[name] = _short(value)
-    for part, value in protocol_.items():
-        fields[f"settings.{part}"] = canonical_digest(value)[:16]
-    return {"type": "event", "name": TASK_EVENT, "fields": fields}
 
 
 def _trajectories(
@@ -370,8 +254,8 @@ def log_snapshot(
     population: dict[str, Any] = {
         "type": "population",
         "expected": expected,
-        "digests": _digests(log, planned, protocol_),
-        "task": {"name": _short(spec.task), "version": _short(spec.task_version)},
+        "digests": digests(log, planned, protocol_),
+        "task": {"name": value_text(spec.task), "version": value_text(spec.task_version)},
     }
     if text_samples is not None:
         population["text_samples"] = text_samples
@@ -379,20 +263,24 @@ def log_snapshot(
         source="inspect",
         round_prefix=round_prefix(spec.task, "inspect"),
         population=population,
-        checkpoint={"name": _short(spec.model)},
+        checkpoint={"name": value_text(spec.model)},
         trials=trials,
         trajectories=trajectories,
         evidence=evidence,
-        events=[_task_event(file, protocol_, scorer, len(samples), expected)],
+        events=[
+            task_event(file, protocol_, scorer, len(samples), expected),
+            *(sample_event(sample, tid) for tid, (sample, _) in finals.items()),
+        ],
     )
     # What is written is exactly what the server takes: checked as the upload will be.
     return check_snapshot(file.path, snapshot.document), warnings
 
 
 def snapshot_name(path: str) -> str:
-    """The snapshot file of a log: its name, in ID characters, with ``.json``."""
+    """The snapshot file of a log: ``inspect-<its name in ID characters>.json``, a name
+    Inspect never lists as a log (its ``.json`` logs' names start with their time)."""
     stem = path.rpartition("/")[2].rpartition(".")[0]
-    return f"{_NOT_ID.sub('-', stem) or 'inspect'}.json"
+    return f"inspect-{_NOT_ID.sub('-', stem)}.json"
 
 
 def import_inspect(

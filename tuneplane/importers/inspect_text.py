@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from tuneplane.contract.limits import OBSERVATION_STRING_MAX_CHARS
+
 #: How a media or data part is shown in place of its content.
 _NAMED_PARTS: Final = ("image", "audio", "video", "document", "data")
 
@@ -77,7 +79,7 @@ def messages(sample: Any) -> list[dict[str, Any]]:
     return [_message(message) for message in sample.messages or []]
 
 
-def value_text(value: object, limit: int) -> str:
+def value_text(value: object, limit: int = OBSERVATION_STRING_MAX_CHARS) -> str:
     """A score's value as people read it: text as it is, anything else as JSON."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text[:limit]

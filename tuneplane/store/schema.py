@@ -385,6 +385,8 @@ trajectories = Table(
     Column("diagnostic", String(16), nullable=True),
     Column("reward", Float, nullable=True),
     Column("reward_invalid", Boolean, nullable=False),
+    # The reward functions that gave a rollout no reward (its reward is the others' sum).
+    Column("reward_missing", JSON(none_as_null=True), nullable=True),
     Column("collection_policy", String(1024), nullable=True),
     Column("consumption_policy", String(1024), nullable=True),
     Column("message_count", Integer, nullable=False),

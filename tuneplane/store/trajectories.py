@@ -226,6 +226,7 @@ def _row(scope: TokenScope, upload: Upload, now: float, days: float) -> dict[str
         "trajectory_id": t.trajectory_id,
         "category": t.category,
         **t.metadata(),
+        "reward_missing": None if t.reward_missing is None else list(t.reward_missing),
         "message_count": t.message_count,
         "digest": upload.digest,
         "bytes": len(upload.compressed),

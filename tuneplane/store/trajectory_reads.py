@@ -49,6 +49,7 @@ def index_json(row: Any, now: float) -> dict[str, Any]:
         "diagnostic": row.diagnostic,
         "reward": row.reward,
         "reward_invalid": row.reward_invalid,
+        "reward_missing": row.reward_missing,
         # Unknown stays unknown: a logging step proves nothing about the policy.
         "collection_policy": row.collection_policy,
         "consumption_policy": row.consumption_policy,

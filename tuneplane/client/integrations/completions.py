@@ -10,8 +10,10 @@ event (the next step's begin, log or train end), once.
 
 Each row becomes one rollout at the file's step: the prompt's messages (a string is one
 user message) then the completion's (a string is one assistant message); the reward is
-the sum of the reward columns weighted by ``reward_weights`` (1 each by default), or none
-when any of them is missing or not finite (``invalid_reward``). A reward in the lowest
+the sum of the reward columns weighted by ``reward_weights`` (1 each by default) over the
+functions that answered, as TRL sums them for training (a function that returned None is a
+missing value in the file), with the others named in ``reward_missing``; a row where no
+function answered has none (``invalid_reward``), as TRL leaves it unscored. A reward in the lowest
 quarter of the file's rewards (at or below the ⌈n/4⌉-th lowest) and below their mean is
 ``low_reward`` (so a step of equal rewards has none), any other ``representative``; a
 completion is never a ``failure``. At most ``ROLLOUT_SAMPLES_PER_STEP`` rows of a file are
@@ -36,7 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from tuneplane.client.reporter import Reporter
 from tuneplane.contract.limits import ROLLOUT_SAMPLES_PER_STEP
@@ -119,17 +121,30 @@ def messages(prompt: object, completion: object) -> list[dict[str, Any]]:
     return _side(prompt, "user") + _side(completion, "assistant")
 
 
+def _answered(value: object) -> TypeGuard[int | float]:
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value)
+
+
 def reward(values: Sequence[object], weights: Sequence[float] | None) -> float | None:
-    """The weighted sum of one row's reward values; None when one is missing or not
-    finite."""
-    total = 0.0
-    for index, value in enumerate(values):
-        if value is None or isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        if not math.isfinite(value):
-            return None
-        total += float(value) * (1.0 if weights is None else float(weights[index]))
+    """The weighted sum of one row's reward values that are finite numbers, as TRL sums
+    them for training (``nansum``: a function that returned None gave NaN); None when no
+    function answered, or when the sum is not finite."""
+    answered = [
+        float(value) * (1.0 if weights is None else float(weights[index]))
+        for index, value in enumerate(values)
+        if _answered(value)
+    ]
+    if not answered:
+        return None
+    total = sum(answered)
     return total if math.isfinite(total) else None
+
+
+def unanswered(values: Sequence[object], names: Sequence[str]) -> list[str]:
+    """The reward functions that gave one row no value (None, NaN, infinite)."""
+    return [name for name, value in zip(names, values, strict=True) if not _answered(value)]
 
 
 def categories(rewards: Sequence[float | None]) -> list[Category]:
@@ -291,7 +306,8 @@ def rollouts(
         raise Unreadable(f"reward columns {missing or '(unknown)'} missing")
     table = pq.read_table(path, columns=list(names))
     values = [table.column(name).to_pylist() for name in names]
-    rewards = [reward([v[row] for v in values], weights) for row in range(table.num_rows)]
+    rows = [[v[row] for v in values] for row in range(table.num_rows)]
+    rewards = [reward(row, weights) for row in rows]
     kinds = categories(rewards)
     chosen = choose(rewards, kinds)
     text = pq.read_table(path, columns=["prompt", "completion"]).take(chosen).to_pylist()
@@ -300,6 +316,8 @@ def rollouts(
         kwargs: dict[str, Any] = {"messages": messages(item["prompt"], item["completion"])}
         if rewards[row] is not None:
             kwargs["reward"] = rewards[row]
+        if missing := unanswered(rows[row], names):
+            kwargs["reward_missing"] = missing
         if kinds[row] != "invalid_reward":
             kwargs["diagnostic"] = kinds[row]
         found.append((row, kwargs))

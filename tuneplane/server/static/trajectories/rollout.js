@@ -15,10 +15,13 @@ export const CATEGORY_LABEL = Object.fromEntries(CATEGORIES);
 
 export const categoryLabel = (category) => CATEGORY_LABEL[category] ?? category ?? "—";
 
-/** The reward as reported: a number, "invalid" (NaN or infinite), or "missing". */
+/** The reward as reported: a number, "invalid" (NaN or infinite), or "missing"; with the
+ * reward functions that gave none, whose absence the sum (the trainer's) leaves out. */
 export function rewardText(row) {
   if (row.reward_invalid) return "invalid";
-  return row.reward == null ? "missing" : fmtNum(row.reward);
+  const reward = row.reward == null ? "missing" : fmtNum(row.reward);
+  const without = row.reward_missing?.length ? ` (none from ${row.reward_missing.join(", ")})` : "";
+  return reward + without;
 }
 
 /** A policy version, or "unknown" when the producer did not say (a step proves nothing). */
