@@ -16,7 +16,7 @@ import tuneplane
 from tests.client.runs import PROJECT, Server, runner_env
 from tests.client.test_init import script
 from tuneplane.cli import build_parser
-from tuneplane.run_commands import runs_delete
+from tuneplane.cli.delete import runs_delete
 
 
 def fresh() -> str:

@@ -4,7 +4,7 @@ A background thread of the runner process (never the training's) looks at the lo
 directory every few seconds and hands each completed step file to its source, which reads
 it and queues its rollouts on the run's reporter; the training is never waited for,
 slowed or stopped by it. Which files are complete, and how one is read, is the source's
-business (``tuneplane.import_upload.NemoRlSource``: the rule is in
+business (``tuneplane.cli.upload.NemoRlSource``: the rule is in
 ``tuneplane.importers.nemo_rl_files.Watch``): this module is only the thread.
 
 The thread runs at a lower scheduling priority than the training, reads one line of a step

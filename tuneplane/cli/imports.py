@@ -1,0 +1,254 @@
+"""``tuneplane import trackio | harbor | lm-eval | nemo-rl | upload``: other tools' files
+read into snapshots (or the database), and delivered to the current run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from tuneplane.cli.delivery import (
+    add_upload_flag,
+    deliver,
+    deliver_rollouts,
+    job_reporter,
+    say_refused,
+    val_upload_samples,
+)
+from tuneplane.cli.options import add_database_options, server_settings
+from tuneplane.cli.progress import progress
+
+
+def _import_harbor(args: argparse.Namespace) -> int:
+    from tuneplane.importers.harbor_import import import_harbor
+    from tuneplane.importers.plan import EXAMPLE_PLAN
+    from tuneplane.importers.problems import ImportRefused, Problem
+    from tuneplane.importers.snapshot import out_problems, summary, write_snapshot
+    from tuneplane.importers.text import load_redactor
+
+    if args.example_plan:
+        print(EXAMPLE_PLAN, end="")
+        return 0
+    missing = [flag for flag in ("plan", "root", "out") if getattr(args, flag) is None]
+    if missing:
+        print(f"tuneplane import harbor: --{', --'.join(missing)} required", file=sys.stderr)
+        return 2
+    reporter = job_reporter("import harbor") if args.upload else None
+    if args.upload and reporter is None:
+        return 2
+    out = out_problems(args.out)
+    try:
+        redactor = load_redactor(args.redactor) if args.redactor else None
+        snapshot = import_harbor(
+            args.plan,
+            args.root,
+            trace_limit=args.trace_limit,
+            redactor=redactor,
+            progress=progress("trial attempts read"),
+        )
+    except ImportRefused as refused:
+        return say_refused(ImportRefused([*out, *refused.problems]))
+    if out:
+        return say_refused(ImportRefused(out))
+    try:
+        write_snapshot(snapshot, args.out)
+    except OSError as failed:
+        return say_refused(ImportRefused([Problem(args.out, "", f"cannot be written: {failed}")]))
+    for line in summary(snapshot):
+        print(f"tuneplane: {line}", file=sys.stderr)
+    print(f"tuneplane: snapshot written to {args.out}", file=sys.stderr)
+    return 0 if reporter is None else deliver(reporter, [snapshot], args.out)
+
+
+def _import_lm_eval(args: argparse.Namespace) -> int:
+    from tuneplane.importers.lm_eval import import_lm_eval, write_snapshots
+    from tuneplane.importers.problems import ImportRefused
+    from tuneplane.importers.snapshot import summary
+    from tuneplane.importers.text import load_redactor
+
+    text_samples = val_upload_samples()
+    reporter = job_reporter("import lm-eval") if args.upload else None
+    if args.upload and reporter is None:
+        return 2
+    try:
+        redactor = load_redactor(args.redactor) if args.redactor else None
+        imported = import_lm_eval(
+            args.path,
+            text_samples=text_samples,
+            redactor=redactor,
+            progress=progress("tasks read"),
+        )
+        written = write_snapshots(imported, args.out)
+    except ImportRefused as refused:
+        if reporter is not None:
+            reporter.close()
+        return say_refused(refused)
+    for warning in imported.warnings:
+        print(f"tuneplane: warning: {warning}", file=sys.stderr)
+    for snapshot in imported.snapshots.values():
+        for line in summary(snapshot):
+            print(f"tuneplane: {line}", file=sys.stderr)
+    print(f"tuneplane: {len(written)} snapshots written to {args.out}", file=sys.stderr)
+    if reporter is None:
+        return 0
+    return deliver(reporter, list(imported.snapshots.values()), args.out)
+
+
+def _import_nemo_rl(args: argparse.Namespace) -> int:
+    from tuneplane.importers.nemo_rl import import_nemo_rl, write_snapshots
+    from tuneplane.importers.problems import ImportRefused
+    from tuneplane.importers.snapshot import summary
+
+    reporter = job_reporter("import nemo-rl") if args.upload else None
+    if args.upload and reporter is None:
+        return 2
+    try:
+        imported = import_nemo_rl(
+            args.log_dir, text_samples=val_upload_samples(), progress=progress("files read")
+        )
+        written = write_snapshots(imported, args.out)
+    except ImportRefused as refused:
+        if reporter is not None:
+            reporter.close()
+        return say_refused(refused)
+    for warning in imported.warnings:
+        print(f"tuneplane: warning: {warning}", file=sys.stderr)
+    for rollouts in imported.rollouts:
+        print(f"tuneplane: {rollouts.summary()}", file=sys.stderr)
+    for snapshot in imported.rounds:
+        for line in summary(snapshot):
+            print(f"tuneplane: {line}", file=sys.stderr)
+    print(f"tuneplane: {len(written)} snapshots written to {args.out}", file=sys.stderr)
+    if reporter is None:
+        return 0
+    code = deliver_rollouts(reporter, imported.rollouts, args.out)
+    return code or deliver(reporter, imported.rounds, args.out)
+
+
+def _import_upload(args: argparse.Namespace) -> int:
+    from tuneplane.importers.problems import ImportRefused
+    from tuneplane.importers.rollout_snapshot import read_all
+
+    reporter = job_reporter("import upload")
+    if reporter is None:
+        return 2
+    try:  # every snapshot is read and checked before anything is sent
+        snapshots, rollouts = read_all(args.snapshots)
+    except ImportRefused as refused:
+        reporter.close()
+        return say_refused(refused, "uploaded")
+    retry = " ".join(args.snapshots)
+    return deliver_rollouts(reporter, rollouts, retry) or deliver(reporter, snapshots, retry)
+
+
+def _import_trackio(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tuneplane.importers.trackio import TrackioDirectoryError, default_directory
+    from tuneplane.server.trackio_import import import_directory
+
+    directory = Path(args.directory) if args.directory else default_directory()
+    try:
+        totals, notes = import_directory(
+            server_settings(args),
+            directory,
+            visibility=args.visibility,
+            progress=progress("Trackio rows imported"),
+        )
+    except TrackioDirectoryError as exc:
+        print(f"tuneplane import trackio: {exc}", file=sys.stderr)
+        return 2
+    for line in notes.lines():
+        print(f"tuneplane: note: {line}", file=sys.stderr)
+    print(f"tuneplane: imported {totals.summary()}", file=sys.stderr)
+    return 0
+
+
+def _add_trackio_import(sources: Any) -> None:
+    trackio = sources.add_parser(
+        "trackio",
+        help="Trackio projects (metrics, system metrics, configs, alerts) into the database",
+        description="Import every Trackio project database (<project>.db) in DIR into the "
+        "server's database, idempotently: what is stored already is skipped. Trackio's files "
+        "are only read. With SQLite, stop the server first (or let `tuneplane serve` import "
+        "its own data directory).",
+    )
+    trackio.add_argument(
+        "directory",
+        nargs="?",
+        metavar="DIR",
+        help="Trackio's data directory (default: $TRACKIO_DIR or Trackio's own)",
+    )
+    trackio.add_argument(
+        "--visibility",
+        choices=["public", "private"],
+        help="visibility of projects this creates (default: $TUNEPLANE_DEFAULT_VISIBILITY)",
+    )
+    add_database_options(trackio)
+    trackio.set_defaults(handler=_import_trackio)
+
+
+def add_import_commands(commands: Any) -> None:
+    parser = commands.add_parser("import", help="import other tools' evaluation results")
+    sources = parser.add_subparsers(dest="import_command", required=True)
+    _add_trackio_import(sources)
+    harbor = sources.add_parser(
+        "harbor",
+        help="Harbor trial directories and ATIF trajectories, into a snapshot",
+        description="Read the trials an import plan lists (docs/import.md) into a snapshot "
+        "file, and with --upload deliver it to the current run. Starts no agent, sandbox "
+        "or training.",
+    )
+    harbor.add_argument("--plan", help="the import plan (JSON; see --example-plan)")
+    harbor.add_argument("--root", help="the directory the plan's directories are beneath")
+    harbor.add_argument("--out", help="the snapshot file to write")
+    harbor.add_argument(
+        "--trace-limit",
+        type=int,
+        default=0,
+        help="keep the text of at most N trajectories (0-128; default 0: no text)",
+    )
+    harbor.add_argument("--redactor", help="module:function applied to all text first")
+    add_upload_flag(harbor)
+    harbor.add_argument(
+        "--example-plan", action="store_true", help="print an example plan and exit"
+    )
+    harbor.set_defaults(handler=_import_harbor)
+    lm_eval = sources.add_parser(
+        "lm-eval",
+        help="an lm-eval run's results and samples, into one snapshot per task",
+        description="Read an lm-eval output directory (results_*.json and the "
+        "samples_<task>_*.jsonl beside it, docs/import.md) into one snapshot per task: one "
+        "trial per document.",
+    )
+    lm_eval.add_argument(
+        "path", metavar="DIR", help="lm_eval's --output_path (or one results_*.json in it)"
+    )
+    lm_eval.add_argument("--out", required=True, help="the directory to write snapshots to")
+    lm_eval.add_argument("--redactor", help="module:function applied to all text first")
+    add_upload_flag(lm_eval)
+    lm_eval.set_defaults(handler=_import_lm_eval)
+    nemo_rl = sources.add_parser(
+        "nemo-rl",
+        help="NeMo-RL step files: training rollouts and validation rounds, into snapshots",
+        description="Read a NeMo-RL 0.7 log directory (train_data_step{N}.jsonl and "
+        "val_data_step{N}.jsonl, docs/import.md) into a snapshot per step: at most 32 "
+        "stratified rollouts of each training step, and each validation step as a round.",
+    )
+    nemo_rl.add_argument(
+        "log_dir", metavar="LOG_DIR", help="the step files' directory (or the exp_NNN's parent)"
+    )
+    nemo_rl.add_argument("--out", required=True, help="the directory to write snapshots to")
+    add_upload_flag(nemo_rl)
+    nemo_rl.set_defaults(handler=_import_nemo_rl)
+    upload = sources.add_parser(
+        "upload",
+        help="deliver saved snapshots to the current run (inside `tuneplane run`)",
+        description="Send snapshots written by `tuneplane import ...` to the run of the "
+        "`tuneplane run` job this runs in, without reading the sources again. Sending one "
+        "again adds only what is missing.",
+    )
+    upload.add_argument(
+        "snapshots", nargs="+", metavar="SNAPSHOT", help="snapshot files, or directories of them"
+    )
+    upload.set_defaults(handler=_import_upload)
