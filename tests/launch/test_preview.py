@@ -11,11 +11,21 @@ from typing import Any
 
 import pytest
 
+from tests.launch.jobs import TINY, write_recipes
 from tests.server.conftest import SECRET_PROJECT, World
 from tuneplane.contract.launch import CHECK_NAMES, NEVER_CHECKED
 
 PREVIEW = f"/api/v1/projects/{SECRET_PROJECT}/launch/preview"
 GOOD = {"recipe": "tiny", "parameters": {"mode": "ok"}}
+
+
+@pytest.fixture
+def recipes_dir(tmp_path: Path) -> Path:
+    """The launch tests' recipes, and one on an engine these servers do not drive."""
+    directory = write_recipes(tmp_path / "recipes")
+    on_slurm = TINY.replace('engine = "local"', 'engine = "slurm"')
+    (directory / "on_slurm.toml").write_text(on_slurm)
+    return directory
 
 
 def _preview(world: World, body: Any, caller: str = "editor") -> dict[str, Any]:
@@ -153,3 +163,19 @@ def test_previews_need_write_access(world: World) -> None:
     ):
         answer = world.client.post(PREVIEW, json=GOOD, headers=world.callers[caller])
         assert answer.status_code == status, (caller, answer.text)
+
+
+def test_a_recipe_on_an_engine_the_server_does_not_drive_fails_its_check(world: World) -> None:
+    shown = _preview(world, {**GOOD, "recipe": "on_slurm"})
+    assert shown["ready"] is False
+    assert _reason(shown, "recipe") == "the slurm engine is not configured on this server"
+    assert _statuses(shown)["fleet"] == "not_checked"
+    launch = PREVIEW.removesuffix("/preview")
+    refused = world.client.post(
+        launch, json={**GOOD, "recipe": "on_slurm"}, headers=world.callers["editor"]
+    )
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"]["details"][0] == {
+        "field": "checks.recipe",
+        "rule": "the slurm engine is not configured on this server",
+    }

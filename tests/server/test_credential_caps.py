@@ -39,6 +39,7 @@ QUERY_VALUES: Final = {
     "right": f"{SECRET_PROJECT}/r1",
     "trial_id": "t0",
     "max_points": "10",
+    "transition": "success_to_failure",
 }
 #: Markers of run r2 that nothing read through a share link of r1 may show.
 R2_MARKERS: Final = ("r2_only_metric", "r2 private line", "r2 alert title", "r2-scoped rule")

@@ -72,3 +72,18 @@ def id_for_name(name: str, fallback: str = "run") -> str:
     digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST_CHARS]
     base = _NOT_ID.sub("-", name).strip("-")[: ID_MAX_CHARS - _DIGEST_CHARS - 1].strip("-")
     return f"{base or fallback}-{digest}"
+
+
+#: A trial ID a plan derives from its task and repeat (``hello-world-r2``).
+_DERIVED_TRIAL = re.compile(r"(.+)-r(0|[1-9][0-9]*)", re.ASCII)
+
+
+def derived_trial_id(task: str, repeat: int) -> str:
+    """The trial ID of a task's repeat when the plan gives none."""
+    return f"{task}-r{repeat}"
+
+
+def task_and_repeat(trial_id: str) -> tuple[str, int | None]:
+    """The task and repeat a derived trial ID names; any other ID is its own task."""
+    found = _DERIVED_TRIAL.fullmatch(trial_id)
+    return (trial_id, None) if found is None else (found[1], int(found[2]))

@@ -38,8 +38,9 @@ RUNTIME_TIMEOUT_SECONDS: Final = 20.0
 LAUNCH_MAX_JOBS_DEFAULT: Final = 4
 LAUNCH_MAX_GPUS_DEFAULT: Final = 8
 
-#: The engines a recipe may name; this server drives these.
-Engine = Literal["local"]
+#: The engines a recipe may name. ``local`` is always there; a server drives the others when
+#: its settings configure them (docs/launch.md).
+Engine = Literal["local", "slurm", "ray"]
 ENGINES: Final[tuple[Engine, ...]] = get_args(Engine)
 
 #: What a job is, as its engine reports it. ``lost``: the engine no longer knows the job

@@ -81,6 +81,9 @@ HISTOGRAM_MAX_BOUNDS: Final = 64
 RECENT_OBSERVATIONS: Final = 100
 #: Attempts of one trial kept in its retry history.
 TRIAL_HISTORY_MAX: Final = 100
+#: Trials of one transition per page of the matched view's lists.
+MATCHED_TRIALS_PAGE_MAX: Final = 200
+MATCHED_TRIALS_PAGE_DEFAULT: Final = 50
 
 #: Seconds a client is told to wait (``Retry-After``) when the store is unavailable: long
 #: enough for a restarted PostgreSQL to accept connections, short enough that a worker's

@@ -110,6 +110,13 @@ COMPARED_FIELDS: Final = (
 )
 
 
+def evaluation_identity(
+    round_id: str | None, trial_id: str | None, trial_attempt: int | None
+) -> str:
+    """The identity of a trial attempt's trajectory (IDs never contain ``/``)."""
+    return f"evaluation/{round_id}/{trial_id}/{trial_attempt}"
+
+
 @dataclass(frozen=True, slots=True)
 class Trajectory:
     """One validated document. ``document`` is what is stored, keys in a fixed order."""
@@ -138,7 +145,7 @@ class Trajectory:
     def identity(self) -> str:
         """Unique within a run's execution attempt (IDs never contain ``/``)."""
         if self.scope == "evaluation":
-            return f"evaluation/{self.round_id}/{self.trial_id}/{self.trial_attempt}"
+            return evaluation_identity(self.round_id, self.trial_id, self.trial_attempt)
         return f"training/{self.step}/{self.trajectory_id}"
 
     @property

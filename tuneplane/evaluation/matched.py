@@ -12,6 +12,7 @@ beside it, labelled as what it is.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -20,6 +21,25 @@ from typing import Final, Literal
 from tuneplane.evaluation.outcomes import Missing, Rate, RoundCounts, Status, success_rate
 
 DIGESTS: Final = ("dataset", "cohort", "verifier", "settings")
+
+
+_SCORED: Final = frozenset({"success", "failure"})
+_NOT_SCORED: Final = frozenset({"infra_error", "unscored"})
+_ANY: Final = _SCORED | _NOT_SCORED
+#: A pair of sides' statuses; ``None``: the trial is missing on that side.
+Pair = tuple[frozenset[str] | None, frozenset[str] | None]
+#: Each transition as the union of (left statuses, right statuses) pairs: the one rule the
+#: counts and the store's trial lists both follow.
+TRANSITION_RULES: Final[dict[str, tuple[Pair, ...]]] = {
+    "failure_to_success": ((frozenset({"failure"}), frozenset({"success"})),),
+    "success_to_failure": ((frozenset({"success"}), frozenset({"failure"})),),
+    "success_to_success": ((frozenset({"success"}), frozenset({"success"})),),
+    "failure_to_failure": ((frozenset({"failure"}), frozenset({"failure"})),),
+    "unscored_either": ((_NOT_SCORED, _ANY), (_SCORED, _NOT_SCORED)),
+    "missing_left": ((None, _ANY),),
+    "missing_right": ((_ANY, None),),
+}
+TRANSITION_NAMES: Final = tuple(TRANSITION_RULES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,25 +54,22 @@ class Transitions:
     missing_right: int
 
 
+def _holds(statuses: frozenset[str] | None, status: str | None) -> bool:
+    return status is None if statuses is None else status in statuses
+
+
+def transition_of(left: str | None, right: str | None) -> str:
+    """The transition of one trial from its left status to its right (None: missing)."""
+    for name, pairs in TRANSITION_RULES.items():
+        if any(_holds(a, left) and _holds(b, right) for a, b in pairs):
+            return name
+    raise ValueError(f"a trial missing on both sides has no transition: {left!r}, {right!r}")
+
+
 def transitions(left: Mapping[str, Status], right: Mapping[str, Status]) -> Transitions:
     """Per-trial changes from ``left`` to ``right`` (each: trial id -> current status)."""
-    pairs = {"ff": 0, "fs": 0, "sf": 0, "ss": 0}
-    unscored = 0
-    for trial in left.keys() & right.keys():
-        a, b = left[trial], right[trial]
-        if a in ("success", "failure") and b in ("success", "failure"):
-            pairs[a[0] + b[0]] += 1
-        else:
-            unscored += 1
-    return Transitions(
-        failure_to_success=pairs["fs"],
-        success_to_failure=pairs["sf"],
-        success_to_success=pairs["ss"],
-        failure_to_failure=pairs["ff"],
-        unscored_either=unscored,
-        missing_left=len(right.keys() - left.keys()),
-        missing_right=len(left.keys() - right.keys()),
-    )
+    counts = Counter(transition_of(left.get(t), right.get(t)) for t in left.keys() | right.keys())
+    return Transitions(**{name: counts[name] for name in TRANSITION_NAMES})
 
 
 def mcnemar_exact(failure_to_success: int, success_to_failure: int) -> float:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Final
 
-from tuneplane.contract.ids import ID_RULE, id_problem
+from tuneplane.contract.ids import ID_RULE, derived_trial_id, id_problem
 from tuneplane.contract.limits import (
     ID_MAX_CHARS,
     IMPORT_PLAN_MAX_BYTES,
@@ -289,7 +289,7 @@ def _trial_id(
             check.add(f"{where}.trial_id", problem)
             return None
         return str(item["trial_id"])
-    derived = f"{task}-r{repeat}"
+    derived = derived_trial_id(task, repeat)
     if _TRIAL_ID_UNSAFE.search(task) or len(derived) > ID_MAX_CHARS:
         check.add(
             f"{where}.trial_id",

@@ -97,12 +97,13 @@ def check_readiness(
     recipe: Recipe,
     parameters: Mapping[str, Any],
     config: Mapping[str, Any],
-    capacity: Capacity,
+    capacity: Capacity | None,
     keep_source: Path | None = None,
 ) -> Report:
     """Every check of launching ``recipe`` with ``parameters`` and ``config`` on the engine
-    whose ``capacity`` is given. ``keep_source``: a new directory to keep a git source's
-    checkout in (a submission's); without it, the checkout is removed before this returns."""
+    whose ``capacity`` is given (None: this server has no such engine configured).
+    ``keep_source``: a new directory to keep a git source's checkout in (a submission's);
+    without it, the checkout is removed before this returns."""
     merged = _with_defaults(recipe, parameters)
     parameter_check, command = _parameters(recipe, merged)
     source_check, workdir = _source(recipe, keep_source)
@@ -134,7 +135,11 @@ def _with_defaults(recipe: Recipe, parameters: Mapping[str, Any]) -> dict[str, A
     return merged
 
 
-def _compatibility(recipe: Recipe, capacity: Capacity) -> Check:
+def _compatibility(recipe: Recipe, capacity: Capacity | None) -> Check:
+    if capacity is None:
+        return Check(
+            "recipe", "failed", f"the {recipe.engine} engine is not configured on this server"
+        )
     if recipe.engine != capacity.engine:
         return Check(
             "recipe", "failed", f"the recipe runs on {recipe.engine}, not on {capacity.engine}"
@@ -194,8 +199,10 @@ def _configuration(
     return Check("configuration", "passed", f"{count} rule{'s' * (count != 1)} hold")
 
 
-def check_fleet(recipe: Recipe, capacity: Capacity) -> Check:
+def check_fleet(recipe: Recipe, capacity: Capacity | None) -> Check:
     """The resources the recipe declares against what the engine reports now."""
+    if capacity is None:
+        return Check("fleet", "not_checked", f"no {recipe.engine} engine to ask")
     needs = recipe.resources
     short = [
         f"{what} (needs {need:g}, has {has:g})"

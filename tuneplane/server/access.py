@@ -145,6 +145,11 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("GET", _RUN + "/evaluation/{round_id}/trials"): _READ,
     ("GET", _RUN + "/evaluation/{round_id}/trials/{trial_id}"): _READ,
     ("GET", "/api/v1/evaluation/matched"): Rule("read-run", query_targets=("left", "right")),
+    ("GET", "/api/v1/evaluation/matched/trials"): Rule("read-run", query_targets=("left", "right")),
+    # Both sides' messages: the content permission on each side's project.
+    ("GET", "/api/v1/evaluation/matched/trials/{trial_id}"): Rule(
+        "read-trajectory-body", query_targets=("left", "right")
+    ),
     # The index says what exists and what became of each body; the bodies themselves need
     # the content permission; owners delete them early.
     ("GET", _RUN + "/trajectories"): _READ,

@@ -31,6 +31,7 @@ from tuneplane.server import (
     keys,
     launch,
     logs,
+    matched_trials,
     oidc,
     pages,
     project_access,
@@ -173,6 +174,7 @@ def _include_routers(app: FastAPI) -> None:
         logs.router,
         streams.router,
         evaluation.router,
+        matched_trials.router,
         diagnoses.router,
         alert_rules.router,
         runs.router,
@@ -245,6 +247,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         blobs=open_blob_store(settings.blob_url, settings.data_dir),
         first_admin=FirstAdmin(_first_admin_token(database)),
         recipes=recipes,
+        engines=launch.open_engines(settings),
     )
     _add_error_handlers(app)
     app.router.routes.append(ingest.route)

@@ -270,14 +270,19 @@ def trial_history(
 
 
 @dataclass(frozen=True, slots=True)
-class _Side:
+class ChosenRound:
+    """One side of a matched view: ``project/run/round_id`` and its execution attempt."""
+
+    project: str
+    run: str
+    run_id: int
     state: RoundState
-    statuses: dict[str, str]
     attempt: int
     attempts: list[int]
 
 
-def _side(connection: Connection, spec: str, name: str, wanted: int | None) -> _Side:
+def chosen_round(connection: Connection, spec: str, name: str, wanted: int | None) -> ChosenRound:
+    """The round ``spec`` names (``name``: the query parameter), or 422/404 naming it."""
     project, _, rest = spec.partition("/")
     run, _, round_id = rest.partition("/")
     if not (project and run and round_id):
@@ -293,8 +298,23 @@ def _side(connection: Connection, spec: str, name: str, wanted: int | None) -> _
             f"{name}: round {round_id!r} has no declaration or result in {project}/{run}{where}"
         )
     assert attempt is not None
-    statuses = evaluation.current_statuses(connection, run_id, attempt, round_id)
-    return _Side(found[0], statuses, attempt, attempts)
+    return ChosenRound(project, run, run_id, found[0], attempt, attempts)
+
+
+@dataclass(frozen=True, slots=True)
+class _Side:
+    state: RoundState
+    statuses: dict[str, str]
+    attempt: int
+    attempts: list[int]
+
+
+def _side(connection: Connection, spec: str, name: str, wanted: int | None) -> _Side:
+    chosen = chosen_round(connection, spec, name, wanted)
+    statuses = evaluation.current_statuses(
+        connection, chosen.run_id, chosen.attempt, chosen.state.round_id
+    )
+    return _Side(chosen.state, statuses, chosen.attempt, chosen.attempts)
 
 
 @router.get("/evaluation/matched")

@@ -16,7 +16,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from tuneplane.contract import environment
-from tuneplane.contract.errors import Conflict, InvalidInput, NotFound, Unauthorized, Violation
+from tuneplane.contract.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    Unauthorized,
+    Unavailable,
+    Violation,
+)
 from tuneplane.contract.ids import id_problem
 from tuneplane.contract.launch import (
     ACTIVE_JOB_STATES,
@@ -26,7 +33,8 @@ from tuneplane.contract.launch import (
     parse_launch,
 )
 from tuneplane.contract.limits import ROW_ID_MAX
-from tuneplane.launch.engines.local import JobSpec, StateChange
+from tuneplane.launch.engines.base import Engine, EngineUnavailable, JobSpec, StateChange
+from tuneplane.launch.engines.local import LocalEngine
 from tuneplane.launch.readiness import Report, check_readiness
 from tuneplane.launch.recipes import Recipe
 from tuneplane.server.access import caller_of
@@ -81,11 +89,20 @@ async def preview_launch(request: Request, project: str) -> Response:
     reason, and what is never checked. Submits nothing and allocates nothing; a git source
     is fetched into a temporary directory that is removed before the answer."""
     wanted, recipe = await _read_launch(request)
-    engine = app_state(request).engine
-    report = await run_in_threadpool(
-        check_readiness, recipe, wanted.parameters, wanted.config, engine.capacity()
-    )
+    report = await run_in_threadpool(_check, app_state(request), recipe, wanted, None)
     return JSON({**report.to_json(), "submitted": False})
+
+
+def _check(state: AppState, recipe: Recipe, wanted: LaunchInput, keep: FilePath | None) -> Report:
+    """The readiness checks against what the recipe's engine reports now (none when the
+    server has no such engine: the recipe check fails). An engine that does not answer is
+    a 503 naming it: a report without its word would pass what was not checked."""
+    engine = state.engines.get(recipe.engine)
+    try:
+        capacity = None if engine is None else engine.capacity()
+    except EngineUnavailable as exc:
+        raise Unavailable(f"engine: the {recipe.engine} engine did not answer: {exc}") from exc
+    return check_readiness(recipe, wanted.parameters, wanted.config, capacity, keep)
 
 
 def check_record(report: Report) -> dict[str, Any]:
@@ -134,6 +151,7 @@ def _job_spec(
         python_env=recipe.runtime.python,
         cpus=recipe.resources.cpus,
         gpus=recipe.resources.gpus,
+        memory_gb=recipe.resources.memory_gb,
         log_path=log,
         checkout=checkout,
         time_minutes=recipe.resources.time_minutes,
@@ -166,14 +184,7 @@ async def _submit(
     checkout = None
     if recipe.source.git is not None:
         checkout = state.settings.data_dir / "launch" / "checkouts" / uuid.uuid4().hex
-    report = await run_in_threadpool(
-        check_readiness,
-        recipe,
-        wanted.parameters,
-        wanted.config,
-        state.engine.capacity(),
-        checkout,
-    )
+    report = await run_in_threadpool(_check, state, recipe, wanted, checkout)
     if not report.ready:  # the authoritative gates, whatever a preview said
         _remove(checkout)  # a checkout kept for a job that will not run
         raise _refused(report)
@@ -200,8 +211,10 @@ async def _submit(
         _remove(checkout)
         raise
     if launched.created:
-        state.engine.submit(_job_spec(state, project, report, launched, checkout))
-        await record_changes(state, state.engine.poll())
+        engine = state.engines[recipe.engine]  # a ready report: the server has it
+        spec = _job_spec(state, project, report, launched, checkout)
+        await run_in_threadpool(engine.submit, spec)
+        await record_changes(state, await run_in_threadpool(engine.poll))
     else:
         _remove(checkout)  # a retry that lost the race: the first one's job stands
     return report, launched
@@ -266,41 +279,65 @@ async def cancel_job(request: Request, project: str, job_id: JobId) -> Response:
         job = store_launch.get_job(connection, project, job_id)
     if job["state"] not in ACTIVE_JOB_STATES:
         raise Conflict(f"job: {job_id} has ended already ({job['state']})")
-    if not state.engine.cancel(job_id):
+    engine = state.engines.get(job["engine"])
+    if engine is None:
+        raise Conflict(f"job: {job_id} runs on the {job['engine']} engine, not configured here")
+    try:
+        cancelled = await run_in_threadpool(engine.cancel, job_id)
+    except EngineUnavailable as exc:
+        raise Unavailable(f"engine: the {engine.name} engine did not answer: {exc}") from exc
+    if not cancelled:
         raise Conflict(f"job: {job_id} is not run by this server process")
-    await record_changes(state, state.engine.poll())
+    await record_changes(state, await run_in_threadpool(engine.poll))
     with state.database.connect() as connection:
         return JSON(store_launch.get_job(connection, project, job_id))
 
 
+def open_engines(settings: Settings) -> dict[str, Engine]:
+    """The engines this server drives, by name: local always, the others when the
+    settings configure them."""
+    engines: dict[str, Engine] = {"local": LocalEngine()}
+    return engines
+
+
 async def watch_jobs(state: AppState, interval: float = 0.5) -> None:
-    """Record the engine's states of the jobs as they change, for the app's life. Local
-    jobs the store holds pending or running at start belong to a server process that
-    stopped without ending them (the local engine has one server process): they are lost."""
-    with state.database.connect() as connection:
-        left = store_launch.active_jobs(connection, state.engine.name)
-    for job_id in left:
-        if not state.engine.knows(job_id):
-            await state.database.write(
-                store_launch.set_state,
-                job_id,
-                "lost",
-                None,
-                "the server process that ran it stopped without ending it",
-            )
+    """Record the engines' states of the jobs as they change, for the app's life. First,
+    each engine is handed the jobs the store holds pending or running on it: local ones
+    belong to a server process that stopped without ending them (they are lost), while an
+    engine whose jobs outlive the server (Slurm) finds them again."""
+    for engine in state.engines.values():
+        with state.database.connect() as connection:
+            left = store_launch.active_jobs(connection, engine.name)
+        await record_changes(state, await asyncio.to_thread(_recover, engine, left))
     while True:
         await asyncio.sleep(interval)
-        await record_changes(state, state.engine.poll())
+        for engine in state.engines.values():
+            await record_changes(state, await asyncio.to_thread(_poll, engine))
+
+
+def _recover(engine: Engine, jobs: dict[int, str | None]) -> list[StateChange]:
+    try:
+        return engine.recover(jobs)
+    except EngineUnavailable:
+        return []  # its jobs stay as recorded; polling finds them when it answers
+
+
+def _poll(engine: Engine) -> list[StateChange]:
+    try:
+        return engine.poll()
+    except EngineUnavailable:
+        return []  # unknown for now is not an outcome: the next poll asks again
 
 
 def stop_jobs(state: AppState) -> None:
     """The server stops: its local jobs stop with it, and the store says so."""
-    for change in state.engine.stop():
-        state.database.run_write(
-            store_launch.set_state,
-            change.job_id,
-            change.state,
-            change.exit_code,
-            change.reason,
-            change.engine_id,
-        )
+    for engine in state.engines.values():
+        for change in engine.stop():
+            state.database.run_write(
+                store_launch.set_state,
+                change.job_id,
+                change.state,
+                change.exit_code,
+                change.reason,
+                change.engine_id,
+            )

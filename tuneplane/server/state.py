@@ -10,6 +10,7 @@ from typing import Any
 from starlette.requests import HTTPConnection
 
 from tuneplane.blobs import BlobStore
+from tuneplane.launch.engines.base import Engine
 from tuneplane.launch.engines.local import LocalEngine
 from tuneplane.launch.recipes import Recipe
 from tuneplane.server.alerting import AlertEngine
@@ -66,8 +67,9 @@ class AppState:
     purge_wanted: asyncio.Event = field(default_factory=asyncio.Event)
     #: Launch recipes by name, read from TUNEPLANE_RECIPES_DIR at start.
     recipes: dict[str, Recipe] = field(default_factory=dict)
-    #: The engine launched jobs run on (server/launch.py).
-    engine: LocalEngine = field(default_factory=LocalEngine)
+    #: The engines launched jobs run on, by name (server/launch.py): local, and those the
+    #: settings configure.
+    engines: dict[str, Engine] = field(default_factory=lambda: {"local": LocalEngine()})
 
 
 def app_state(connection: HTTPConnection) -> AppState:

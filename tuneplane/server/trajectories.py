@@ -199,6 +199,29 @@ def _messages(state: AppState, key: str) -> list[dict[str, Any]]:
     return messages
 
 
+def stored_messages(
+    state: AppState, run_id: int, trajectory: int, where: str
+) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+    """A trajectory's index answer and every message of its body (None when the body is
+    not retained, expired or deleted)."""
+    with state.database.connect() as connection:
+        row = get_row(connection, run_id, trajectory, where)
+    answer = index_json(row, time.time())
+    if answer["body"]["state"] != "stored":
+        return answer, None
+    try:
+        return answer, _messages(state, row.body_key)
+    except BlobMissing:
+        # Swept between the two reads? Then the row says so now; else it is lost.
+        with state.database.connect() as connection:
+            answer = index_json(get_row(connection, run_id, trajectory, where), time.time())
+        if answer["body"]["state"] == "stored":
+            raise BlobStoreUnavailable(
+                state.blobs.location, f"the body of trajectory {trajectory} is missing"
+            ) from None
+        return answer, None
+
+
 @router.get(RUN + "/trajectories/{trajectory}")
 def read_trajectory(
     request: Request,
@@ -212,23 +235,9 @@ def read_trajectory(
     ``messages`` is null when its body is not retained, expired or deleted (``body``
     says which and since when)."""
     state = app_state(request)
-    where = f"{project}/{run}"
     with state.database.connect() as connection:
         run_id = catalog.get_run(connection, project, run).id
-        row = get_row(connection, run_id, trajectory, where)
-    answer = index_json(row, time.time())
-    messages = None
-    if answer["body"]["state"] == "stored":
-        try:
-            messages = _messages(state, row.body_key)
-        except BlobMissing:
-            # Swept between the two reads? Then the row says so now; else it is lost.
-            with state.database.connect() as connection:
-                answer = index_json(get_row(connection, run_id, trajectory, where), time.time())
-            if answer["body"]["state"] == "stored":
-                raise BlobStoreUnavailable(
-                    state.blobs.location, f"the body of trajectory {trajectory} is missing"
-                ) from None
+    answer, messages = stored_messages(state, run_id, trajectory, f"{project}/{run}")
     page = None if messages is None else messages[offset : offset + limit]
     end = offset + limit
     return JSON(

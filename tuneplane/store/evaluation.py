@@ -6,8 +6,9 @@ A round is (run, execution attempt, round_id): every read names the execution at
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import Connection, func, select, union
+from sqlalchemy import Connection, Select, func, select, union
 
 from tuneplane.contract.limits import TRIAL_HISTORY_MAX
 from tuneplane.contract.observations import DIGEST_NAMES
@@ -92,20 +93,12 @@ class TrialRow:
     reason: str | None = None
 
 
-def trial_page(
-    connection: Connection,
-    run_id: int,
-    attempt: int,
-    round_id: str,
-    status: str | None,
-    after: str | None,
-    limit: int,
-) -> list[TrialRow]:
-    """Current outcomes in trial-id order (keyset pagination), optionally of one status."""
+def _current_with_reasons(run_id: int, attempt: int, round_id: str) -> Select[Any]:
+    """The round's current outcomes with their current attempt's error type and reason."""
     # The current attempt's own row (a primary-key lookup per trial) says why it has its
     # status: trial_current keeps only what counts and filters read.
     attempt_row = trial_results.c
-    query = (
+    return (
         select(
             trial_current.c.trial_id,
             trial_current.c.trial_attempt,
@@ -130,6 +123,21 @@ def trial_page(
             trial_current.c.execution_attempt == attempt,
             trial_current.c.round_id == round_id,
         )
+    )
+
+
+def trial_page(
+    connection: Connection,
+    run_id: int,
+    attempt: int,
+    round_id: str,
+    status: str | None,
+    after: str | None,
+    limit: int,
+) -> list[TrialRow]:
+    """Current outcomes in trial-id order (keyset pagination), optionally of one status."""
+    query = (
+        _current_with_reasons(run_id, attempt, round_id)
         .order_by(trial_current.c.trial_id)
         .limit(limit)
     )
@@ -138,6 +146,16 @@ def trial_page(
     if after is not None:
         query = query.where(trial_current.c.trial_id > after)
     return [TrialRow(*row) for row in connection.execute(query)]
+
+
+def trials_by_id(
+    connection: Connection, run_id: int, attempt: int, round_id: str, trial_ids: list[str]
+) -> dict[str, TrialRow]:
+    """The current outcomes of the named trials that the round has."""
+    query = _current_with_reasons(run_id, attempt, round_id).where(
+        trial_current.c.trial_id.in_(trial_ids)
+    )
+    return {row.trial_id: TrialRow(*row) for row in connection.execute(query)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -258,13 +258,13 @@ def find_job(connection: Connection, project: str, request_key: str) -> dict[str
     return None if row is None else job_json(row)
 
 
-def active_jobs(connection: Connection, engine: str) -> list[int]:
-    """The jobs of ``engine`` still pending or running, by the store's record."""
-    return list(
-        connection.execute(
-            select(launch_jobs.c.id).where(
-                launch_jobs.c.engine == engine,
-                launch_jobs.c.state.in_(sorted(ACTIVE_JOB_STATES)),
-            )
-        ).scalars()
-    )
+def active_jobs(connection: Connection, engine: str) -> dict[int, str | None]:
+    """The jobs of ``engine`` still pending or running, by the store's record, with the
+    engine's name for each (None before it had one)."""
+    rows = connection.execute(
+        select(launch_jobs.c.id, launch_jobs.c.engine_id).where(
+            launch_jobs.c.engine == engine,
+            launch_jobs.c.state.in_(sorted(ACTIVE_JOB_STATES)),
+        )
+    ).all()
+    return {row.id: row.engine_id for row in rows}

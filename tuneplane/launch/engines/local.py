@@ -19,7 +19,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
@@ -31,14 +30,12 @@ from typing import IO, Final
 import psutil
 
 from tuneplane.contract.launch import JobState
+from tuneplane.launch.engines.base import JobSpec, StateChange
 from tuneplane.launch.readiness import Capacity
 
 #: Seconds a cancelled job has between SIGTERM and SIGKILL (the runner forwards SIGTERM to
 #: the command and reports the attempt cancelled, within its flush timeout).
 CANCEL_GRACE_SECONDS: Final = 15.0
-#: Variables of the server's own environment a job never sees: its settings and secrets
-#: (a database URL with its password, the ingest secret, object-storage credentials).
-_PRIVATE: Final = ("TUNEPLANE_", "TRACKIO_", "AWS_")
 _GPU_DEVICE: Final = re.compile(r"nvidia[0-9]+")
 
 
@@ -50,61 +47,6 @@ def machine_capacity() -> Capacity:
         gpus = 0
     memory = psutil.virtual_memory().total / 2**30
     return Capacity("local", os.cpu_count() or 1, memory, gpus, frozenset({"python"}))
-
-
-@dataclass(frozen=True, slots=True)
-class JobSpec:
-    """A job as the local engine runs it."""
-
-    job_id: int
-    command: tuple[str, ...]
-    project: str
-    run: str
-    cwd: Path
-    #: The attempt's variables: endpoint, run ID, token, attempt number.
-    attempt_env: Mapping[str, str] = field(repr=False)
-    python_env: Path | None
-    cpus: int
-    gpus: int
-    log_path: Path
-    #: A checkout made for the job, removed when it ends.
-    checkout: Path | None = None
-    #: Minutes the job may run before it is stopped (the recipe's time_minutes).
-    time_minutes: float | None = None
-
-    def argv(self) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "tuneplane.cli",
-            "run",
-            "--project",
-            self.project,
-            "--run",
-            self.run,
-            "--attempt-from-env",
-            "--",
-            *self.command,
-        ]
-
-    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
-        env = {k: v for k, v in base.items() if not k.startswith(_PRIVATE)}
-        if self.python_env is not None:
-            # As activating the environment does: its programs come first.
-            env["PATH"] = f"{self.python_env / 'bin'}{os.pathsep}{env.get('PATH', os.defpath)}"
-            env["VIRTUAL_ENV"] = str(self.python_env)
-        env["PYTHONUNBUFFERED"] = "1"
-        return {**env, **self.attempt_env}
-
-
-@dataclass(frozen=True, slots=True)
-class StateChange:
-    job_id: int
-    state: JobState
-    exit_code: int | None = None
-    reason: str = ""
-    #: The engine's name for the job (the runner's process ID), once started.
-    engine_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -192,6 +134,14 @@ class LocalEngine:
                 with contextlib.suppress(ProcessLookupError):
                     started.process.send_signal(signal.SIGTERM)  # the runner forwards it
             return True
+
+    def recover(self, jobs: Mapping[int, str | None]) -> list[StateChange]:
+        """Jobs the store holds pending or running at start belong to a server process
+        that stopped without ending them (a crash): their processes are not this one's."""
+        reason = "the server process that ran it stopped without ending it"
+        return [
+            StateChange(job_id, "lost", None, reason) for job_id in jobs if not self.knows(job_id)
+        ]
 
     def stop(self, timeout: float = 5.0) -> list[StateChange]:
         """The server stops: queued jobs are cancelled, running ones are sent SIGTERM and
