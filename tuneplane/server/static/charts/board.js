@@ -8,6 +8,7 @@ import { h, perFrame } from "../lib/dom.js";
 import { THEME_EVENT } from "../lib/theme.js";
 import { roundZoom, xMetric } from "../lib/url.js";
 import { Chart } from "./chart.js";
+import { GroupHeld, groupsOf } from "./groups.js";
 import { groupMetrics } from "./order.js";
 import { Series, pointBucket, stepRange, xValues } from "./series.js";
 
@@ -18,7 +19,11 @@ const LIVE_FRAME_MS = 250;
 /** Charts whose new points one live request asks for (the server takes at most 64). */
 const TAIL_METRICS = 32;
 
-/** A run on the board: {project, run, key, label, color, t0}. */
+/**
+ * A run on the board: {project, run, key, label, color, t0, group (its name, or null)}; a
+ * group drawn as one is a run with `aggregate` (see groupEntry), one of its runs drawn beside
+ * it one with `member`.
+ */
 
 /** Runs of one project read together; the server takes at most this many per request. */
 const RUNS_PER_READ = 64;
@@ -35,9 +40,12 @@ function byProject(refs) {
 }
 
 export class Board {
-  constructor(refs, view, { onZoom = () => {}, onMetrics = () => {}, onFrame = () => {} } = {}) {
+  constructor(refs, view, { onZoom = () => {}, onMetrics = () => {}, onFrame = () => {}, onExpand = () => {} } = {}) {
     this.refs = refs;
     this.view = view;
+    // With view.groups, the runs of each group are drawn as one (see groupEntries).
+    this.groups = groupsOf(refs, new Set(refs.map((ref) => ref.project)).size === 1);
+    this.onExpand = onExpand;
     this.onZoom = onZoom;
     this.onMetrics = onMetrics;
     this.onFrame = onFrame;
@@ -136,6 +144,10 @@ export class Board {
         chart: null,
         full: new Map(), // run key -> {series, invalid}
         zoomed: null,
+        groups: null, // group key -> GroupHeld, while groups are drawn (see loadGroups)
+        groupsZoomed: null,
+        groupsLoading: null, // the load under way, and whether another is wanted after it
+        groupsStale: false,
         runs: null, // how many runs have this metric (see buckets())
         loaded: false,
         drawn: false,
@@ -156,12 +168,14 @@ export class Board {
       if (!slot.visible) continue;
       if (slot.stale) {
         slot.stale = false;
-        this.drawSlot(slot);
+        if (slot.groupsStale) this.refreshGroups(slot);
+        else this.drawSlot(slot);
       }
       if (!slot.chart) {
         slot.chart = new Chart(slot.metric, {
           onSelect: (lo, hi) => this.zoom(lo, hi),
           onReset: () => this.resetZoom(),
+          onExpand: (key) => this.expand(key),
         });
         slot.el.replaceChildren(slot.chart.el);
         this.loadSlot(slot).catch((error) => this.failed(slot, error));
@@ -202,9 +216,80 @@ export class Board {
         early?.();
       }),
     );
+    if (this.grouping) await this.loadGroups(slot);
     slot.loaded = true;
     if (this.range) await this.loadZoomed(slot, this.range);
     this.drawSlot(slot);
+  }
+
+  /** Whether groups are drawn as one: asked for, and some run has a group. */
+  get grouping() {
+    return this.view.groups && this.groups.size > 0;
+  }
+
+  /**
+   * Each group's aggregate of the slot's metric, one request a group; within `range` (x
+   * units) into slot.groupsZoomed, else the whole series into slot.groups.
+   */
+  async loadGroups(slot, range = null) {
+    const held = new Map();
+    const full = slot.groups;
+    await Promise.all(
+      [...this.groups.values()].map(async (group) => {
+        const names = group.refs.filter((ref) => this.summaries.get(ref.key)?.has(slot.metric)).map((ref) => ref.run);
+        if (!names.length) return;
+        let steps = null;
+        if (range) {
+          const whole = full?.get(group.key)?.series(this.view.band, false);
+          steps = whole ? stepRange(whole, xValues(whole, this.view.x, 0), this.view.x, range[0], range[1]) : null;
+          if (!steps) return;
+        }
+        const body = await api.groupPoints(group.project, names, slot.metric, {
+          maxPoints: slot.chart.maxPoints,
+          start: steps?.[0] ?? null,
+          end: steps?.[1] ?? null,
+          x: this.xMetric,
+        });
+        const answer = body.groups.find((g) => g.group === group.name);
+        if (answer) held.set(group.key, new GroupHeld(answer));
+      }),
+    );
+    if (range) {
+      if (this.range === range) slot.groupsZoomed = held;
+    } else {
+      slot.groups = held;
+    }
+  }
+
+  /**
+   * Load a slot's groups again after live points (one load at a time; changes meanwhile
+   * ask for one more), and draw it.
+   */
+  refreshGroups(slot) {
+    if (slot.groupsLoading) {
+      slot.groupsStale = true;
+      return;
+    }
+    slot.groupsStale = false;
+    slot.groupsLoading = this.loadGroups(slot)
+      .then(() => this.drawSlot(slot, true, { live: true }))
+      .catch(() => {}) // the next live change tries again
+      .finally(() => {
+        slot.groupsLoading = null;
+        if (slot.groupsStale) this.refreshGroups(slot);
+      });
+  }
+
+  /** Show or hide a group's runs beside its mean, on every chart. */
+  expand(key) {
+    const name = this.groups.get(key)?.name;
+    if (name == null) return;
+    const expanded = new Set(this.view.expand);
+    if (expanded.has(name)) expanded.delete(name);
+    else expanded.add(name);
+    this.view = { ...this.view, expand: [...expanded] };
+    this.onExpand(this.view.expand);
+    for (const slot of this.slots.values()) if (slot.loaded) this.drawSlot(slot);
   }
 
   /** The whole series of one run, downsampled to the chart's width. */
@@ -248,9 +333,40 @@ export class Board {
 
   entries(slot) {
     const held = slot.zoomed ?? slot.full;
-    return this.refs
-      .filter((ref) => held.has(ref.key))
-      .map((ref) => ({ run: ref, t0: ref.t0, ...held.get(ref.key), last: this.lastReport(slot, ref) }));
+    const entry = (ref, run = ref) => ({ run, t0: ref.t0, ...held.get(ref.key), last: this.lastReport(slot, ref) });
+    if (!this.grouping || !slot.groups) return this.refs.filter((ref) => held.has(ref.key)).map((ref) => entry(ref));
+    // A group in the place of its first run; its runs after it when it is expanded.
+    const entries = [];
+    const shown = new Set();
+    for (const ref of this.refs) {
+      const group = ref.group ? this.groups.get(`${ref.project}/${ref.group}`) : null;
+      if (!group) {
+        if (held.has(ref.key)) entries.push(entry(ref));
+        continue;
+      }
+      if (shown.has(group.key)) continue;
+      shown.add(group.key);
+      const aggregate = (slot.groupsZoomed ?? slot.groups).get(group.key);
+      const expanded = this.view.expand.includes(group.name);
+      if (aggregate) entries.push(this.groupEntry(group, aggregate, expanded));
+      if (!expanded) continue;
+      for (const member of group.refs) if (held.has(member.key)) entries.push(entry(member, { ...member, member: true }));
+    }
+    return entries;
+  }
+
+  /** A group as the chart draws it: a run whose line is the mean and whose band is the band. */
+  groupEntry(group, aggregate, expanded) {
+    const series = aggregate.series(this.view.band, this.view.x === "relative");
+    const n = series.length;
+    const run = {
+      key: `group:${group.key}`,
+      label: group.label,
+      color: group.color,
+      aggregate: { key: group.key, runs: aggregate.body.runs.length, band: this.view.band, expanded },
+    };
+    const last = n ? { step: series.stepMax[n - 1], value: series.mean[n - 1] } : null;
+    return { run, t0: 0, series, invalid: [], last };
   }
 
   /**
@@ -314,7 +430,19 @@ export class Board {
     if (relayout) this.render();
     for (const slot of this.slots.values()) {
       if (reload) this.reload(slot);
+      else if (slot.loaded && this.grouping && !slot.groups) this.loadGroupsAndDraw(slot);
       else if (slot.loaded) this.drawSlot(slot);
+    }
+  }
+
+  /** Groups turned on: a chart already drawn gets its groups (and the zoomed ones), then draws. */
+  async loadGroupsAndDraw(slot) {
+    try {
+      await this.loadGroups(slot);
+      if (this.range) await this.loadGroups(slot, this.range);
+      this.drawSlot(slot);
+    } catch (error) {
+      this.failed(slot, error);
     }
   }
 
@@ -322,6 +450,8 @@ export class Board {
   reload(slot) {
     slot.full = new Map();
     slot.zoomed = null;
+    slot.groups = null;
+    slot.groupsZoomed = null;
     slot.loaded = false;
     this.dirty.delete(slot);
     if (slot.chart) this.loadSlot(slot).catch((error) => this.failed(slot, error));
@@ -343,6 +473,7 @@ export class Board {
   /** Each run's steps inside the selected x range, re-queried at the chart's resolution. */
   async loadZoomed(slot, range) {
     const zoomed = new Map();
+    const groups = this.grouping && slot.groups ? this.loadGroups(slot, range) : null;
     await Promise.all(
       this.refs
         .filter((ref) => slot.full.has(ref.key))
@@ -361,6 +492,7 @@ export class Board {
           zoomed.set(ref.key, { series: Series.from(body), invalid });
         }),
     );
+    await groups;
     if (this.range === range) slot.zoomed = zoomed;
   }
 
@@ -370,6 +502,7 @@ export class Board {
     this.onZoom(null);
     for (const slot of this.slots.values()) {
       slot.zoomed = null;
+      slot.groupsZoomed = null;
       if (slot.loaded) this.drawSlot(slot);
     }
   }
@@ -447,6 +580,8 @@ export class Board {
   }
 
   markDirty(slot) {
+    // The groups' aggregates are the server's: asked for again when drawn (see flush).
+    if (this.grouping && slot.groups) slot.groupsStale = true;
     this.dirty.add(slot);
     this.dirtySince ??= performance.now();
   }
@@ -545,7 +680,8 @@ export class Board {
         continue;
       }
       // A chart off screen is drawn when it scrolls back into view.
-      if (dirty.visible) this.drawSlot(dirty, true, { live: true });
+      if (dirty.visible && dirty.groupsStale) this.refreshGroups(dirty);
+      else if (dirty.visible) this.drawSlot(dirty, true, { live: true });
       else dirty.stale = true;
     }
     this.dirty.clear();

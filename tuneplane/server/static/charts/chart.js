@@ -1,6 +1,7 @@
 // One metric for one run or several overlaid: one colour per run, the raw line faint under
 // its EMA when smoothing, each downsampled bucket's min–max as a band, and NaN/±inf steps as
-// marks. uPlot draws the axes and grid and follows the cursor; the data is drawn on a layer
+// marks. A group of runs is drawn as a run is (its mean and its band, see groups.js), its
+// runs, when shown, as thin lines without bands. uPlot draws the axes and grid and follows the cursor; the data is drawn on a layer
 // above them (see layer.js and paint.js). Dragging selects an x range (the board re-queries
 // it).
 
@@ -24,8 +25,8 @@ const TOLERANCE = 0.25;
 let lastPartId = 0;
 
 export class Chart {
-  /** runs: [{key, label, color}]; onSelect(lo, hi) in x units; onReset(). */
-  constructor(metric, { onSelect, onReset }) {
+  /** onSelect(lo, hi) in x units; onReset(); onExpand(group key): show or hide its runs. */
+  constructor(metric, { onSelect, onReset, onExpand = () => {} }) {
     this.metric = metric;
     this.onSelect = onSelect;
     this.onReset = onReset;
@@ -43,7 +44,7 @@ export class Chart {
     this.entries = [];
     this.width = null; // the plot's width in CSS pixels, once laid out
     this.marks = [];
-    this.legend = new Legend();
+    this.legend = new Legend(onExpand);
     this.badges = h("span", { class: "badges" });
     this.plot = h("div", { class: "plot" });
     this.note = h("p", { class: "chart-note", hidden: true });
@@ -114,7 +115,7 @@ export class Chart {
         return { version, length, row: table.map((column) => column[length - 1]) };
       });
       const bands = entries.flatMap(({ run }, i) =>
-        parts[i].band ? [{ table: parts[i].id, fill: fade(run.color, 0.16) }] : [],
+        parts[i].band && !run.member ? [{ table: parts[i].id, fill: fade(run.color, run.aggregate ? 0.24 : 0.16) }] : [],
       );
       const drawnLines = entries.flatMap(({ run }, i) => {
         const first = parts[i].band ? 3 : 1; // the columns after xs, and the band's min and max
@@ -215,8 +216,10 @@ export class Chart {
   }
 
   describe(entries) {
-    const points = entries.reduce((sum, e) => sum + e.series.points, 0);
-    const drawn = entries.reduce((sum, e) => sum + e.series.length, 0);
+    // A group's runs shown beside it are counted in its points already.
+    const counted = entries.filter((e) => !e.run.member);
+    const points = counted.reduce((sum, e) => sum + e.series.points, 0);
+    const drawn = counted.reduce((sum, e) => sum + e.series.length, 0);
     const invalid = entries.reduce((sum, e) => sum + (e.invalid?.length ?? 0), 0);
     const badges = [];
     if (drawn < points) {
@@ -474,12 +477,17 @@ function marksOf(entries, parts, axis) {
   );
 }
 
-/** A run's lines as part() makes them: the raw values, faint when their EMA is drawn over. */
+/**
+ * A run's lines as part() makes them: the raw values, faint when their EMA is drawn over. A
+ * group's mean is wider, a run shown with its group thinner and fainter.
+ */
 function lineStyles(run, smooth) {
-  if (!smooth) return [{ stroke: run.color, width: 1.5 }];
+  const width = run.aggregate ? 2.25 : run.member ? 1 : 1.5;
+  const stroke = run.member ? fade(run.color, 0.6) : run.color;
+  if (!smooth) return [{ stroke, width }];
   return [
-    { stroke: fade(run.color, 0.3), width: 1 },
-    { stroke: run.color, width: 1.75 },
+    { stroke: fade(run.color, run.member ? 0.2 : 0.3), width: 1 },
+    { stroke, width: width + 0.25 },
   ];
 }
 

@@ -4,11 +4,13 @@
 // metric's summary, which live updates keep current), never a bucket's mean. Past
 // LAST_VALUES_RUNS runs only the runs' names then: a live point would change every value, and
 // each changed text costs the page layout and paint on every update for numbers nobody reads
-// twenty at a time.
+// twenty at a time. A group's row says which band is drawn, how many of its runs have a
+// point under the cursor, and has the button that shows or hides its runs.
 
 import { h } from "../lib/dom.js";
 import { fmtDuration, fmtInt, fmtNum, fmtTime } from "../lib/format.js";
 import { xMetric } from "../lib/url.js";
+import { BAND_LABELS } from "./groups.js";
 import { nearest } from "./series.js";
 
 /** Charts of at most this many runs show their last values while the cursor is elsewhere. */
@@ -18,7 +20,9 @@ const LAST_VALUES_RUNS = 4;
 const KINDS = { nan: "NaN", inf: "+inf", "-inf": "-inf" };
 
 export class Legend {
-  constructor() {
+  /** onExpand(group key): show or hide that group's runs. */
+  constructor(onExpand = () => {}) {
+    this.onExpand = onExpand;
     this.el = h("div", { class: "legend" });
     this.rows = [];
     this.where = h("span", { class: "legend-where" });
@@ -32,7 +36,7 @@ export class Legend {
    * zoomed: the drawn series ends where the zoom does, not at the run's last point.
    */
   setEntries(entries, axis, zoomed = false) {
-    const runs = entries.map((e) => e.run.key).join("\n");
+    const runs = entries.map(({ run }) => (run.aggregate ? `${run.key} ${run.aggregate.band} ${run.aggregate.runs} ${run.aggregate.expanded}` : run.key)).join("\n");
     const same = this.entries && runs === this.runs && axis === this.axis;
     this.entries = entries;
     this.axis = axis;
@@ -46,11 +50,14 @@ export class Legend {
     this.rows = entries.map((entry) => {
       const value = h("span", { class: "legend-value" });
       const raw = h("span", { class: "legend-raw" });
+      const group = entry.run.aggregate;
       const row = h(
         "span",
-        { class: "legend-row" },
-        h("i", { class: "swatch", style: { background: entry.run.color } }),
+        { class: group ? "legend-row group-row" : entry.run.member ? "legend-row member-row" : "legend-row" },
+        h("i", { class: group ? "swatch group-swatch" : "swatch", style: { background: entry.run.color } }),
         h("span", { class: "legend-label", text: entry.run.label }),
+        group ? h("span", { class: "legend-band muted", text: BAND_LABELS[group.band] }) : null,
+        group ? this.expandButton(group) : null,
         value,
         raw,
       );
@@ -58,6 +65,17 @@ export class Legend {
     });
     this.el.replaceChildren(this.where, ...this.rows.map((r) => r.row));
     this.show(this.x);
+  }
+
+  expandButton(group) {
+    const runs = `${group.runs} run${group.runs === 1 ? "" : "s"}`;
+    return h("button", {
+      type: "button",
+      class: "expand-group",
+      "aria-expanded": String(group.expanded),
+      text: group.expanded ? `hide its ${runs}` : `show its ${runs}`,
+      onclick: () => this.onExpand(group.key),
+    });
   }
 
   /** x: the cursor's x value, or null for the last values (see LAST_VALUES_RUNS). */
@@ -107,15 +125,33 @@ function pointShown(entry, x, axis) {
   const { series } = entry;
   const [a, b, count] = [series.stepMin[index], series.stepMax[index], series.count[index]];
   let steps = a === b ? `step ${fmtInt(a)}` : `steps ${fmtInt(a)}–${fmtInt(b)}`;
+  if (entry.run.aggregate) return groupShown(entry, index, placeOf(entry, index, axis, steps), steps);
   if (count > 1) steps = a === b ? `mean of ${fmtInt(count)} points at step ${fmtInt(a)}` : `mean of ${steps}`;
-  let where = steps;
-  if (axis === "time") where = `${fmtTime(series.time[index])} · ${steps}`;
-  if (axis === "relative") where = `+${fmtDuration(entry.xs[index])} · ${steps}`;
-  const over = xMetric(axis);
-  if (over) where = `${over} ${fmtNum(entry.xs[index])} · ${steps}`;
+  const where = placeOf(entry, index, axis, steps);
   const shown = entry.smooth ? entry.smooth[index] : entry.raw[index];
   const notes = entry.smooth ? [`raw ${fmtNum(entry.raw[index])}`] : [];
   return { value: fmtNum(shown), notes, where, steps };
+}
+
+/** Where a bucket is on the x axis, and its steps. */
+function placeOf(entry, index, axis, steps) {
+  if (axis === "time") return `${fmtTime(entry.series.time[index])} · ${steps}`;
+  if (axis === "relative") return `+${fmtDuration(entry.xs[index])} · ${steps}`;
+  const over = xMetric(axis);
+  return over ? `${over} ${fmtNum(entry.xs[index])} · ${steps}` : steps;
+}
+
+/** A group's mean under the cursor, with its band and how many of its runs are there. */
+function groupShown(entry, index, where, steps) {
+  const { series, run } = entry;
+  const band =
+    run.aggregate.band === "std"
+      ? `± ${fmtNum(series.max[index] - series.mean[index])}`
+      : `${fmtNum(series.min[index])} – ${fmtNum(series.max[index])}`;
+  const mean = entry.smooth ? entry.smooth[index] : entry.raw[index];
+  const notes = [`mean of ${series.n[index]} of ${run.aggregate.runs} runs`, band];
+  if (entry.smooth) notes.push(`raw ${fmtNum(entry.raw[index])}`);
+  return { value: fmtNum(mean), notes, where, steps };
 }
 
 /**

@@ -130,6 +130,16 @@ export function pointsOfMetrics(project, name, metrics, { maxPoints, start = nul
 export const pointsOfRuns = (project, names, metric, { maxPoints, x = null }) =>
   getJSON(`${projectPath(project)}/points${query({ metric, runs: names.join(","), max_points: maxPoints, x })}`);
 
+/**
+ * One metric of the named runs aggregated per group by the server (within start..end):
+ * {groups: [{group, runs, missing, buckets: [{x, step_min, step_max, mean, min, max, std, n,
+ * time, elapsed}]}], ungrouped}.
+ */
+export const groupPoints = (project, names, metric, { maxPoints, start = null, end = null, x = null }) =>
+  getJSON(
+    `${projectPath(project)}/groups/points${query({ metric, runs: names.join(","), max_points: maxPoints, start, end, x })}`,
+  );
+
 /** Buckets of one metric reduced by the server to at most maxPoints (within start..end). */
 export async function points(project, name, metric, { maxPoints, start = null, end = null, x = null, signal }) {
   const body = await getJSON(
@@ -144,7 +154,8 @@ export async function points(project, name, metric, { maxPoints, start = null, e
 export const page = {
   project: (project) => `/projects/${enc(project)}`,
   run: (project, name, search = "") => `/projects/${enc(project)}/runs/${enc(name)}${search}`,
-  compare: (project, names) => `/compare${query({ project, runs: names.join(",") })}`,
+  compare: (project, names, { groups = false } = {}) =>
+    `/compare${query({ project, runs: names.join(","), groups: groups ? "1" : null })}`,
   matched: (left = null, right = null) => `/matched${query({ left, right })}`,
   reports: (project, names = [], level = null) =>
     `/reports${query({ project, runs: names.length ? names.join(",") : null, level })}`,

@@ -1,7 +1,9 @@
 // The view lives in the address, so a shared link reproduces it:
 //   ?x=time&smooth=0.6&log=1&metric=reward&metric=train/loss&filter=kl&zoom=1200,1850&tab=logs
 // (zoom is the dragged x range, in the units of the x axis; x=metric:train/epoch charts every
-// metric over another one, paired by step by the server)
+// metric over another one, paired by step by the server; groups=1 charts the runs of each
+// group as one mean line with a band, band=std its ±std rather than its min–max, and
+// expand=<group> shows that group's runs too)
 // (the Validation tab adds round=, status= and trial= of its own, the Training rollouts tab
 // category=, step= and after=; they are kept as they are)
 // Defaults are left out, and changing the view replaces the history entry.
@@ -21,7 +23,19 @@ export function xMetric(x) {
 export const metricAxis = (name) => `${METRIC_AXIS}${name}`;
 
 export const TABS = ["charts", "validation", "rollouts", "events", "logs"];
-const DEFAULTS = { x: "step", smooth: 0, log: false, metrics: [], filter: "", zoom: null, tab: "charts" };
+export const BANDS = ["minmax", "std"];
+const DEFAULTS = {
+  x: "step",
+  smooth: 0,
+  log: false,
+  metrics: [],
+  filter: "",
+  zoom: null,
+  tab: "charts",
+  groups: false,
+  band: "minmax",
+  expand: [],
+};
 
 export function readView(search = location.search) {
   const q = new URLSearchParams(search);
@@ -34,13 +48,16 @@ export function readView(search = location.search) {
     filter: q.get("filter") ?? "",
     zoom: parseZoom(q.get("zoom")),
     tab: TABS.includes(q.get("tab")) ? q.get("tab") : DEFAULTS.tab,
+    groups: q.get("groups") === "1",
+    band: BANDS.includes(q.get("band")) ? q.get("band") : DEFAULTS.band,
+    expand: q.getAll("expand"),
   };
 }
 
 /** The query string for a view, keeping every other parameter (project, runs) as it is. */
 export function viewSearch(view, search = location.search) {
   const q = new URLSearchParams(search);
-  for (const key of ["x", "smooth", "log", "metric", "filter", "zoom", "tab"]) q.delete(key);
+  for (const key of ["x", "smooth", "log", "metric", "filter", "zoom", "tab", "groups", "band", "expand"]) q.delete(key);
   if (view.x !== DEFAULTS.x) q.set("x", view.x);
   if (view.smooth > 0) q.set("smooth", String(view.smooth));
   if (view.log) q.set("log", "1");
@@ -48,6 +65,9 @@ export function viewSearch(view, search = location.search) {
   if (view.filter) q.set("filter", view.filter);
   if (view.zoom) q.set("zoom", view.zoom.join(","));
   if (view.tab !== DEFAULTS.tab) q.set("tab", view.tab);
+  if (view.groups) q.set("groups", "1");
+  if (view.band !== DEFAULTS.band) q.set("band", view.band);
+  for (const group of view.expand) q.append("expand", group);
   const text = q.toString();
   return text ? `?${text}` : "";
 }

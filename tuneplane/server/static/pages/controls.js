@@ -1,10 +1,11 @@
 // The chart controls: x axis (the step, time, or another metric such as train/epoch),
-// smoothing, log scale, which metrics, and the zoom state. Every change becomes a new view,
+// smoothing, log scale, groups drawn as one with their band, which metrics, and the zoom
+// state. Every change becomes a new view,
 // written to the address by the page.
 
 import { debounce, h } from "../lib/dom.js";
 import { fmtDuration, fmtNum, fmtStep, fmtTime } from "../lib/format.js";
-import { X_AXES, X_LABELS, metricAxis, xMetric } from "../lib/url.js";
+import { BANDS, X_AXES, X_LABELS, metricAxis, xMetric } from "../lib/url.js";
 import { groupMetrics } from "../charts/order.js";
 
 export function chartControls(view, { onChange, onResetZoom }) {
@@ -16,6 +17,7 @@ export function chartControls(view, { onChange, onResetZoom }) {
   };
   const axis = axisControl(now, change);
   const picker = metricPicker(now, change);
+  const groups = groupControl(now, change);
 
   const log = h("input", {
     type: "checkbox",
@@ -48,6 +50,7 @@ export function chartControls(view, { onChange, onResetZoom }) {
     axis.el,
     smoothControl(now, change),
     h("label", { class: "control" }, log, h("span", { text: "log scale" })),
+    groups,
     filter,
     picker.el,
     zoom,
@@ -55,6 +58,10 @@ export function chartControls(view, { onChange, onResetZoom }) {
 
   return {
     el,
+    /** Shown when some run of the page has a group. */
+    setGroups(any) {
+      groups.hidden = !any;
+    },
     setMetrics(names) {
       picker.setMetrics(names);
       axis.setMetrics(groupMetrics(names).flatMap((group) => group.metrics));
@@ -125,6 +132,37 @@ function axisControl(now, change) {
       overMetric.classList.toggle("chosen", Boolean(over));
     },
   };
+}
+
+/** Each group as one mean line with a band (min–max, or ± one standard deviation). */
+function groupControl(now, change) {
+  const band = h(
+    "select",
+    {
+      name: "band",
+      "aria-label": "group band",
+      disabled: !now().groups,
+      onchange: () => change({ band: band.value }),
+    },
+    BANDS.map((value) =>
+      h("option", { value, text: value === "std" ? "± std band" : "min–max band", selected: now().band === value }),
+    ),
+  );
+  const toggle = h("input", {
+    type: "checkbox",
+    name: "groups",
+    checked: now().groups,
+    onchange: (event) => {
+      band.disabled = !event.target.checked;
+      change({ groups: event.target.checked });
+    },
+  });
+  return h(
+    "span",
+    { class: "control group-control", hidden: true },
+    h("label", {}, toggle, h("span", { text: "groups as mean" })),
+    band,
+  );
 }
 
 function smoothControl(now, change) {

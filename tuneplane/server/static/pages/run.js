@@ -90,6 +90,7 @@ async function chartsPage(wanted, { single }) {
     label: oneProject ? run.run : `${run.project}/${run.run}`,
     color: runColor(i),
     t0: run.created_at,
+    group: run.group ?? null,
   }));
   const runs = new Map(refs.map((ref, i) => [ref.key, found[i]]));
   let view = readView();
@@ -136,6 +137,10 @@ async function chartsPage(wanted, { single }) {
       view = { ...view, zoom: range };
       writeView(view);
     },
+    onExpand: (expand) => {
+      view = { ...view, expand };
+      writeView(view);
+    },
     onMetrics: (names, shown) => {
       controls.setMetrics(names);
       controls.el.hidden = !names.length;
@@ -145,13 +150,14 @@ async function chartsPage(wanted, { single }) {
   const controls = chartControls(view, {
     onChange: (next) => {
       // A new x axis unzooms: the range is in the units of the old one.
-      view = { ...next, tab: view.tab, zoom: next.x === view.x ? view.zoom : null };
+      view = { ...next, tab: view.tab, expand: view.expand, zoom: next.x === view.x ? view.zoom : null };
       writeView(view);
       board.setView(view);
     },
     onResetZoom: () => board.resetZoom(),
   });
   controls.setZoom(view.zoom);
+  controls.setGroups(!single && board.groups.size > 0);
   const noMetrics = h("div");
   const chartsPanel = h("div", { class: "panel" }, strip, controls.el, noMetrics, board.el);
 

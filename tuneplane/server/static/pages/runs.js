@@ -1,6 +1,7 @@
 // "/projects/<project>": the project's runs, searched, sorted and with chosen columns by
 // the server (q=, sort=, columns= in the address, as the API takes them); tick runs to
-// compare them. The table refreshes itself every few seconds.
+// compare them; a run's group links to its listed runs compared, charted as one mean with a
+// band. The table refreshes itself every few seconds.
 
 import * as api from "../lib/api.js";
 import { crumbs, debounce, empty, h, mount } from "../lib/dom.js";
@@ -99,7 +100,8 @@ export async function runsPage(project) {
       ...["last step", "points", "last update", "alerts"].map((label) => sortHeader(label, SORTS[label])),
       h("th", { text: "transport" }),
     );
-    body.replaceChildren(...found.runs.map((run) => row(project, run, selected, sync, state.columns)));
+    const members = groupMembers(found.runs);
+    body.replaceChildren(...found.runs.map((run) => row(project, run, selected, sync, state.columns, members)));
     count.textContent = `${found.runs.length} of ${found.total} runs`;
     problem.hidden = !found.error;
     problem.textContent = found.error?.message ?? "";
@@ -189,7 +191,19 @@ function cell(value) {
   return h("td", { class: typeof value === "number" ? "num" : null, text });
 }
 
-function row(project, run, selected, sync, columns = []) {
+/** Each group's runs among those listed (at most 64, as a comparison takes), by group. */
+function groupMembers(runs) {
+  const members = new Map();
+  for (const run of runs) {
+    if (!run.group) continue;
+    const names = members.get(run.group) ?? [];
+    if (names.length < 64) names.push(run.run);
+    members.set(run.group, names);
+  }
+  return members;
+}
+
+function row(project, run, selected, sync, columns = [], members = new Map()) {
   const box = h("input", {
     type: "checkbox",
     "aria-label": `select ${run.run}`,
@@ -214,7 +228,14 @@ function row(project, run, selected, sync, columns = []) {
     h(
       "td",
       { class: "group-cell" },
-      run.group ? h("span", { class: "group", text: run.group }) : null,
+      run.group
+        ? h("a", {
+            class: "group",
+            href: api.page.compare(project, members.get(run.group) ?? [run.run], { groups: true }),
+            title: `chart the listed runs of ${run.group} as one mean with a band`,
+            text: run.group,
+          })
+        : null,
       ...(run.tags ?? []).map((tag) => h("span", { class: "tag", text: tag })),
     ),
     h("td", { class: "config" }, configChips(run.config, 4)),

@@ -1,0 +1,143 @@
+"""Groups charted as one: on the compare page (and from the runs table's group links) the
+runs of a group become one mean line with a min-max or ±std band, chosen in the controls
+and kept in the address, with the group's runs one click away."""
+
+from __future__ import annotations
+
+import math
+import random
+from urllib.parse import parse_qs, urlparse
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.dashboard.pages import charts, open_ready
+from tests.dashboard.seed import SDK_PROJECT, Seeded, post_scalars
+
+GROUP = "qwen-lr3e-5"
+SEEDS = ["grp-seed-1", "grp-seed-2", "grp-seed-3"]
+BASELINE = "grp-lr1e-5"
+STEPS = {"grp-seed-1": 400, "grp-seed-2": 400, "grp-seed-3": 320, BASELINE: 400}
+COMPARE = f"/compare?project={SDK_PROJECT}&runs={','.join([*SEEDS, BASELINE])}"
+GROUP_KEY = f"group:{SDK_PROJECT}/{GROUP}"
+LOSS = '.chart[data-metric="train/loss"]'
+
+
+def loss_curve(run: str, steps: int) -> list[float]:
+    """A fine-tuning loss: a decay to a floor that depends on the learning rate, and noise."""
+    noise = random.Random(run)
+    floor, start = (0.55, 1.4) if run == BASELINE else (0.35, 1.9)
+    return [floor + start * math.exp(-s / 90) + noise.gauss(0, 0.04) for s in range(steps)]
+
+
+@pytest.fixture(scope="module")
+def grouped(seeded: Seeded) -> None:
+    key = {"Authorization": f"Bearer {seeded.admin_key}"}
+    for run, steps in STEPS.items():
+        group = None if run == BASELINE else GROUP
+        api = f"{seeded.base}/api/v1/projects/{SDK_PROJECT}/runs"
+        created = httpx.post(api, json={"run": run, "group": group}, headers=key)
+        assert created.status_code in (200, 201), created.text
+        attempt = httpx.post(f"{api}/{run}/attempts", json={}, headers=key)
+        assert attempt.status_code == 201, attempt.text
+        series = [
+            {"name": "train/loss", "steps": list(range(steps)), "values": loss_curve(run, steps)}
+        ]
+        post_scalars(seeded.base, attempt.json()["token"], {"series": series})
+
+
+def drawn_keys(page: Page) -> set[str]:
+    return set(charts(page)["train/loss"]["runs"])
+
+
+def wait_keys(page: Page, keys: set[str]) -> None:
+    page.wait_for_function(
+        "(keys) => { const runs = window.__tuneplane.charts['train/loss']?.runs ?? {};"
+        " return JSON.stringify(Object.keys(runs).sort()) === JSON.stringify(keys); }",
+        arg=sorted(keys),
+    )
+
+
+def query_of(page: Page) -> dict[str, list[str]]:
+    return parse_qs(urlparse(page.url).query)
+
+
+def test_a_group_is_drawn_as_its_mean_with_a_band_and_its_runs_a_click_away(
+    page: Page, grouped: None
+) -> None:
+    runs = {f"{SDK_PROJECT}/{run}" for run in STEPS}
+    open_ready(page, COMPARE)
+    assert drawn_keys(page) == runs  # each run its own line, as before
+    page.get_by_label("groups as mean").check()
+    wait_keys(page, {GROUP_KEY, f"{SDK_PROJECT}/{BASELINE}"})
+    assert query_of(page)["groups"] == ["1"]
+    chart = charts(page)["train/loss"]
+    assert chart["bands"] >= 1  # the group's band (the baseline fits: no band of its own)
+    assert chart["runs"][GROUP_KEY] == 400  # one cell a step: every step is its own
+    group_row = page.locator(f"{LOSS} .group-row")
+    expect(group_row.locator(".legend-label")).to_have_text(GROUP)
+    expect(group_row.locator(".legend-band")).to_have_text("mean, min\u2013max band")
+    minmax = chart["y"]
+
+    # Under the cursor, late in the run: the mean of the two runs that reached that step.
+    over = page.locator(f"{LOSS} .u-over")
+    box = over.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] * 0.95, box["y"] + box["height"] / 2)
+    expect(group_row.locator(".legend-raw")).to_contain_text("mean of 2 of 3 runs")
+    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2)
+    expect(group_row.locator(".legend-raw")).to_contain_text("mean of 3 of 3 runs")
+
+    # The ±std band instead, said in the legend: the chart's top (the group's first step, three
+    # runs there) is the mean + std, no longer the highest run.
+    page.get_by_label("group band").select_option("std")
+    expect(group_row.locator(".legend-band")).to_have_text("mean ± std band")
+    assert query_of(page)["band"] == ["std"]
+    page.wait_for_function(
+        "(y) => { const now = window.__tuneplane.charts['train/loss'].y; return now[1] !== y[1]; }",
+        arg=minmax,
+    )
+
+    # The group's runs, one click away, and gone again.
+    group_row.get_by_role("button", name="show its 3 runs").click()
+    wait_keys(page, {GROUP_KEY, *runs})
+    assert query_of(page)["expand"] == [GROUP]
+    expect(page.locator(f"{LOSS} .member-row")).to_have_count(3)
+    group_row.get_by_role("button", name="hide its 3 runs").click()
+    wait_keys(page, {GROUP_KEY, f"{SDK_PROJECT}/{BASELINE}"})
+
+    # The address alone draws it again.
+    open_ready(page, f"{COMPARE}&groups=1&band=std&expand={GROUP}")
+    wait_keys(page, {GROUP_KEY, *runs})
+    expect(page.get_by_label("group band")).to_have_value("std")
+
+
+def test_a_group_in_the_runs_table_links_to_its_runs_charted_as_one(
+    page: Page, grouped: None
+) -> None:
+    page.goto(f"/projects/{SDK_PROJECT}")
+    link = page.locator(f'tr[data-run="{SEEDS[0]}"] a.group')
+    expect(link).to_have_text(GROUP)
+    link.click()
+    page.wait_for_function("() => window.__tuneplane?.ready === true")
+    wait_keys(page, {GROUP_KEY})
+    assert sorted(query_of(page)["runs"][0].split(",")) == SEEDS
+    expect(page.get_by_label("groups as mean")).to_be_checked()
+
+
+def test_groups_follow_the_x_axis_metric_and_a_zoom(page: Page, grouped: None) -> None:
+    asked: list[dict[str, list[str]]] = []
+    page.on(
+        "request",
+        lambda request: (
+            asked.append(parse_qs(urlparse(request.url).query))
+            if urlparse(request.url).path.endswith("/groups/points")
+            else None
+        ),
+    )
+    open_ready(page, f"{COMPARE}&groups=1&zoom=100,200")
+    wait_keys(page, {GROUP_KEY, f"{SDK_PROJECT}/{BASELINE}"})
+    zoomed = [query for query in asked if "start" in query]
+    assert zoomed, asked
+    assert (zoomed[-1]["start"], zoomed[-1]["end"]) == (["100"], ["200"])
