@@ -4,7 +4,8 @@ Training code starts a run with :func:`init` and reports with :func:`log`, :func
 :func:`finish` (the calls of W&B and Trackio); under ``tuneplane run``, :func:`report` and
 the observation events (:func:`event`, :func:`distribution` and their kin) need no
 ``init()``. :func:`trajectory` reports the messages of an evaluation trial or a training
-rollout (:func:`truncate_messages` cuts a long one, saying so)::
+rollout (:func:`truncate_messages` cuts a long one, saying so). :class:`Api` reads runs and
+their points back, as lists or NumPy, pandas or polars frames::
 
     import tuneplane
 
@@ -15,6 +16,7 @@ rollout (:func:`truncate_messages` cuts a long one, saying so)::
 
 # The version is defined first: the client reads it for its User-Agent.
 from tuneplane.client import default as _default
+from tuneplane.client.api import Api
 from tuneplane.client.default import (
     declare_population,
     distribution,
@@ -24,6 +26,7 @@ from tuneplane.client.default import (
     trial_result,
 )
 from tuneplane.client.errors import (
+    ApiError,
     DeliveryFailed,
     InvalidObservation,
     NotConfigured,
@@ -41,6 +44,8 @@ from tuneplane.contract.version import __version__
 _default.prepare()
 
 __all__ = [
+    "Api",
+    "ApiError",
     "DeliveryFailed",
     "Health",
     "InvalidObservation",

@@ -41,6 +41,8 @@ def job_env(url: str) -> dict[str, str]:
 
 def test_public_surface_is_pinned() -> None:
     assert tuneplane.__all__ == [
+        "Api",
+        "ApiError",
         "DeliveryFailed",
         "Health",
         "InvalidObservation",

@@ -9,8 +9,10 @@
     │                         creation) failed for good
     ├── InvalidObservation    Reporter.observations() was given an event that breaks a rule
     │                         (also a ValueError); nothing was sent
-    └── ResumeRefused         init(resume="must") of a run that does not exist, or
-                              init(resume="never") of one that does
+    ├── ResumeRefused         init(resume="must") of a run that does not exist, or
+    │                         init(resume="never") of one that does
+    └── ApiError              a read of tuneplane.Api the server refused (``status`` is its
+                              HTTP status) or that reached no server (``status`` is None)
 """
 
 from __future__ import annotations
@@ -58,3 +60,14 @@ class InvalidObservation(ReporterError, ValueError):
 class ResumeRefused(ReporterError):
     """``init()`` could not honour ``resume``: ``"must"`` and the run does not exist, or
     ``"never"`` and it does. Nothing was started."""
+
+
+class ApiError(ReporterError):
+    """A read of :class:`tuneplane.Api` failed: ``status`` is the server's HTTP status (401
+    no valid key, 403 not allowed, 404 no such project, run or series, or one the key may
+    not see) and ``message`` its own words; ``status`` is None when no server answered."""
+
+    def __init__(self, message: str, status: int | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status

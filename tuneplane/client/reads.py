@@ -122,7 +122,7 @@ class ReadClient:
             return
         if answer.is_stream_consumed is False:
             answer.read()
-        message = _error_message(answer)
+        message = error_message(answer)
         status = answer.status_code
         if status in (401, 403):
             hint = "" if self._keyed else f"; set {environment.API_KEY}"
@@ -149,7 +149,7 @@ def _matching(rows: Iterator[list[str]], metric: str | None) -> Iterator[list[st
             yield row
 
 
-def _error_message(answer: httpx.Response) -> str:
+def error_message(answer: httpx.Response) -> str:
     """The API's own message (``{"error": {"message": …}}``), else the status line."""
     try:
         body = answer.json()
