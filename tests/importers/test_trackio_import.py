@@ -112,8 +112,10 @@ def test_every_point_config_system_metric_and_alert_arrives_once(
     )
     assert run_1["row"].config == json.loads(config)
     assert "_Created" in run_1["row"].config
-    r2 = _stored(reader, "other", "r2")["row"].config
-    assert {"seed": 7}.items() <= r2.items()
+    r2 = _stored(reader, "other", "r2")["row"]
+    assert {"seed": 7}.items() <= r2.config.items()
+    # init(group=) as a group: what a group may not hold (the space) becomes "-".
+    assert (r2.group, run_1["row"].group) == ("seeds-lr=0.1", None)
     # Trackio's files say no more than its HTTP calls of how a run ended: unknown, as there.
     for project, run in local_data.expected_steps():
         row = _stored(reader, project, RENAMED if run == "my run" else run)["row"]

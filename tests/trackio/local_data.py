@@ -27,7 +27,14 @@ JOBS: list[dict[str, Any]] = [
     },
     {"project": "arena-p", "name": "run-1", "resume": "must", "steps": 5},
     {"project": "arena-p", "name": "my run", "steps": 3, "alerts": 1},
-    {"project": "other", "name": "r2", "config": {"seed": 7}, "steps": 12, "system": 1},
+    {
+        "project": "other",
+        "name": "r2",
+        "config": {"seed": 7},
+        "group": "seeds lr=0.1",
+        "steps": 12,
+        "system": 1,
+    },
 ]
 
 

@@ -81,6 +81,7 @@ def test_a_trackio_script_logs_into_tuneplane_exactly_once_and_resumes(
         project=project,
         name="r1",
         config={"lr": 0.001, "layers": [2, 3]},
+        group="lr 1e-3",
         steps=5,
         system=True,
         alert=True,
@@ -91,6 +92,7 @@ def test_a_trackio_script_logs_into_tuneplane_exactly_once_and_resumes(
     assert run["last_step"] == 4
     assert run["config"]["lr"] == 0.001
     assert run["config"]["layers"] == [2, 3]
+    assert run["group"] == "lr-1e-3"  # init(group=), as a group may be written
     assert metrics_of(server, project, "r1") == {
         "loss": (5, 4),
         "nested/acc": (5, 4),

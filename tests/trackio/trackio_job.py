@@ -1,7 +1,7 @@
 """A training script that logs with the real Trackio client (run in its own venv, so it
 imports nothing of ours). Argument: a JSON object::
 
-    {"project": "p", "name": "r", "config": {...}, "resume": "never", "steps": 5,
+    {"project": "p", "name": "r", "config": {...}, "resume": "never", "group": "g", "steps": 5,
      "system": true, "alert": true, "nan_at": 2, "nan": "nan"}
 
 (``nan_at``: the step offset whose loss is ``float(nan)``, "nan", "inf" or "-inf".)
@@ -20,6 +20,7 @@ run = trackio.init(
     name=job["name"],
     config=job.get("config"),
     resume=job.get("resume", "never"),
+    group=job.get("group"),
     auto_log_cpu=False,
     auto_log_gpu=False,
 )

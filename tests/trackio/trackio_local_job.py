@@ -27,6 +27,7 @@ for job in json.loads(sys.argv[1]):
         name=job["name"],
         config=job.get("config"),
         resume=job.get("resume", "never"),
+        group=job.get("group"),
         auto_log_cpu=False,
         auto_log_gpu=False,
     )

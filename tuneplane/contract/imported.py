@@ -51,6 +51,8 @@ class RunChunk:
     alerts: tuple[ImportedAlert, ...] = ()
     #: Source rows this chunk stands for (progress counts them).
     rows: int = 0
+    #: The group a new run is given (Trackio's ``init(group=)``).
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,9 @@ TAGS_MAX: Final = 32
 NOTE_MAX_CHARS: Final = 10_000
 
 #: Tags and groups are searched and written into addresses: letters, digits and ``_-.:/+@=``.
-_WORD: Final = re.compile(r"[A-Za-z0-9_.:/+@=-]+")
+_WORD_CHARS: Final = "A-Za-z0-9_.:/+@=-"
+_WORD: Final = re.compile(f"[{_WORD_CHARS}]+")
+_NOT_WORD: Final = re.compile(f"[^{_WORD_CHARS}]")
 WORD_RULE: Final = "letters, digits and _ - . : / + @ = only"
 
 #: The fields ``PATCH …/runs/{run}`` takes.
@@ -62,6 +64,15 @@ def word_problem(value: object, limit: int) -> str | None:
     if value and _WORD.fullmatch(value) is None:
         return WORD_RULE
     return None
+
+
+def as_group(raw: object) -> str | None:
+    """Another tool's group name (Trackio's ``init(group=)``) as a group here: each
+    character a group may not hold becomes ``-``, cut to ``GROUP_MAX_CHARS``; None for
+    anything but text that is not blank."""
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    return _NOT_WORD.sub("-", raw.strip())[:GROUP_MAX_CHARS]
 
 
 def _tags(value: object, field: str, violations: list[Violation]) -> tuple[str, ...] | None:

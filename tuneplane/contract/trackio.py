@@ -47,6 +47,7 @@ from tuneplane.contract.limits import (
     RUN_CONFIG_MAX_BYTES,
 )
 from tuneplane.contract.protocol import InvalidKind, InvalidPoints, ScalarBatch
+from tuneplane.contract.run_meta import as_group
 from tuneplane.contract.validation import (
     NUL_RULE,
     STEP_RULE,
@@ -279,6 +280,15 @@ def _rule(value: object) -> str:
     if isinstance(value, bool | str | list):
         return f"{'a boolean' if isinstance(value, bool) else type(value).__name__}, not a number"
     return number_rule(value)
+
+
+#: Where Trackio's ``init(group=)`` keeps a run's group: a key of the config it sends.
+GROUP_KEY: Final = "_Group"
+
+
+def config_group(config: Mapping[str, Any] | None) -> str | None:
+    """The group a Trackio run was given (see ``run_meta.as_group``), or None."""
+    return None if config is None else as_group(config.get(GROUP_KEY))
 
 
 def config_problem(raw: object, path: str) -> Violation | None:

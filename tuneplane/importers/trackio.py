@@ -27,7 +27,12 @@ from typing import Any, Final, cast
 from tuneplane.contract.arena import ALERT_LEVELS, AlertLevel
 from tuneplane.contract.imported import ImportedAlert, ImportedLog, RunChunk
 from tuneplane.contract.limits import ALERT_TEXT_MAX_CHARS, ALERT_TITLE_MAX_CHARS
-from tuneplane.contract.trackio import SYSTEM_PREFIX, TRACKIO_WRITE_CHUNK, config_problem
+from tuneplane.contract.trackio import (
+    SYSTEM_PREFIX,
+    TRACKIO_WRITE_CHUNK,
+    config_group,
+    config_problem,
+)
 from tuneplane.contract.validation import is_step
 from tuneplane.importers.readonly import ReadOnlyDatabase
 from tuneplane.importers.trackio_rows import (
@@ -281,7 +286,9 @@ def _chunks(project: _Project, runs: dict[str, list[ImportedLog]], rows: int) ->
 
 def _chunk(project: _Project, name: str, logs: tuple[ImportedLog, ...], rows: int) -> RunChunk:
     started = min(log.time for log in logs)
-    return RunChunk(project.database.project, name, project.config(name), started, logs, (), rows)
+    config = project.config(name)
+    group = config_group(config)
+    return RunChunk(project.database.project, name, config, started, logs, (), rows, group)
 
 
 def _alerts(project: _Project) -> Iterator[RunChunk]:
@@ -302,7 +309,14 @@ def _alerts(project: _Project) -> Iterator[RunChunk]:
             started = min(alert.time for alert in alerts)
             config = project.config(name)
             yield RunChunk(
-                project.database.project, name, config, started, (), tuple(alerts), counted
+                project.database.project,
+                name,
+                config,
+                started,
+                (),
+                tuple(alerts),
+                counted,
+                config_group(config),
             )
             counted = 0
 
@@ -341,4 +355,5 @@ def _configured_only(project: _Project) -> Iterator[RunChunk]:
             "SELECT created_at FROM configs WHERE run_name = ? ORDER BY id LIMIT 1", (raw,)
         )
         started = parse_time(rows[0][0] if rows else None) or 0.0
-        yield RunChunk(project.database.project, name, project.config(name), started)
+        config = project.config(name)
+        yield RunChunk(project.database.project, name, config, started, group=config_group(config))

@@ -41,6 +41,7 @@ from tuneplane.contract.trackio import (
     RunWrite,
     call_arguments,
     chunked,
+    config_group,
     entries_of,
     name_argument,
     parse_bulk_alert,
@@ -208,7 +209,7 @@ async def _open_run(state: AppState, actor: Actor, write: RunWrite, call: Parsed
     run's carrying a new ``_Created`` time, and a refusal would block its points forever."""
     setup = ProjectSetup(state.settings.default_visibility, actor.user_id)
     key = (write.project, write.run)
-    meta = RunMeta(display_name=write.display_name)
+    meta = RunMeta(display_name=write.display_name, group=config_group(write.config))
     try:
         await state.database.write(create_or_resume, *key, write.config, setup, meta, key=key)
     except Conflict:

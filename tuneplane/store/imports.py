@@ -17,6 +17,7 @@ from sqlalchemy import Connection, update
 
 from tuneplane.contract.errors import Conflict
 from tuneplane.contract.imported import ChunkOutcome, ImportedAlert, ImportedLog, RunChunk
+from tuneplane.contract.run_meta import RunMeta
 from tuneplane.store.points import write_points
 from tuneplane.store.runs import ProjectSetup, create_or_resume, ensure_run, mark_end_unknown
 from tuneplane.store.schema import runs
@@ -30,7 +31,8 @@ def _open_run(
     when new; one that exists keeps its config, whatever the chunk's."""
     kept = False
     try:
-        created = create_or_resume(connection, chunk.project, chunk.run, chunk.config, setup)
+        meta = RunMeta(group=chunk.group)
+        created = create_or_resume(connection, chunk.project, chunk.run, chunk.config, setup, meta)
     except Conflict:
         created, kept = False, True
     known, _ = ensure_run(connection, chunk.project, chunk.run, None, now)
