@@ -14,6 +14,10 @@ from pathlib import Path
 
 import httpx
 
+#: Seconds a server process has to answer /healthz: generous, as a loaded machine (a
+#: parallel suite, a browser) can take tens of seconds to import and migrate.
+START_TIMEOUT = 90.0
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -47,7 +51,7 @@ def running_server(
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_TIMEOUT
         while True:
             if process.poll() is not None:
                 printed = process.stdout.read() if process.stdout else ""
@@ -60,7 +64,7 @@ def running_server(
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise AssertionError("server did not start within 30 s")
+                raise AssertionError(f"server did not start within {START_TIMEOUT:.0f} s")
             time.sleep(0.1)
         yield base
     finally:

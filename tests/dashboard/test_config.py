@@ -10,7 +10,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.dashboard.seed import XSS, Seeded
+from tests.dashboard.seed import XSS, Seeded, start_sdk_run
 from tests.dashboard.seed_hf import CONFIG, seed_hf_run
 
 RUN = "grpo-config"
@@ -103,3 +103,28 @@ def test_config_values_are_text(page: Page) -> None:
     view.locator("summary").click()
     assert rows(page) == [["lr", "1e-5"], ["batch_size", "64"], ["note", XSS]]
     assert page.locator("main img").count() == 0
+
+
+def test_a_run_s_summary_is_a_table_beside_its_config(page: Page, seeded: Seeded) -> None:
+    """``run.summary``: the summary events the run sent at its end, the later value of a
+    key winning, in a table of their own; values are text."""
+    token = start_sdk_run(seeded.base, seeded.admin_key, "with-summary", {"lr": 1e-5})
+    auth = {"Authorization": f"Bearer {token}"}
+    events = [
+        {"event_id": "s1", "type": "event", "name": "summary",
+         "fields": {"best/acc": 0.5, "note": XSS}},
+        {"event_id": "s2", "type": "event", "name": "summary", "fields": {"best/acc": 0.91}},
+    ]  # fmt: skip
+    sent = httpx.post(
+        f"{seeded.base}/api/v1/ingest/observations", json={"events": events}, headers=auth
+    )
+    assert sent.status_code == 200, sent.text
+    page.goto("/projects/lab/runs/with-summary")
+    view = page.locator(".run-head .summary-view")
+    expect(view.locator(".config-count")).to_have_text("2 keys")
+    view.locator("summary").click()
+    assert view.locator(".config-table tbody tr").evaluate_all(
+        "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+    ) == [["best/acc", "0.91"], ["note", XSS]]
+    assert page.locator("main img").count() == 0
+    expect(page.locator(".run-head .config-view")).to_have_count(2)  # config, summary

@@ -51,20 +51,32 @@ def send_config(
     sync``); a refusal is answered, with the server's own words."""
     transport = Transport(endpoint, token, timeout=CONFIG_TIMEOUT)
     try:
-        outcome = transport.post(CONFIG_PATH, dict(body), retry=CONFIG_RETRY)
+        return post_config(transport, body, attempt)
     finally:
         transport.close()
+
+
+def post_config(
+    transport: Transport, body: Mapping[str, Any], attempt: int | None
+) -> tuple[bool, str]:
+    """:func:`send_config` through a transport of the caller's; ``body["add"]`` says
+    whether these are keys added by ``run.config.update()``."""
+    added = bool(body.get("add"))
+    what, now, then = (
+        ("config.update()'s keys", "are", "were") if added else ("init()'s config", "is", "was")
+    )
+    outcome = transport.post(CONFIG_PATH, dict(body), retry=CONFIG_RETRY)
     if outcome.delivered:
         answer = outcome.body if isinstance(outcome.body, dict) else {}
         recorded = answer.get("recorded")
         if not isinstance(recorded, dict):
             recorded = {}
         where = "and as the run's config" if recorded.get("run") else "(the run keeps its own)"
-        return True, f"init()'s config is recorded on attempt {attempt} {where}"
+        return True, f"{what} {now} recorded on attempt {attempt} {where}"
     said = f": {outcome.detail}" if outcome.detail else ""
     if outcome.rejected:
-        return True, f"warning: init()'s config was refused ({outcome.status}{said})"
-    return False, f"warning: init()'s config was not delivered ({outcome.reason}{said})"
+        return True, f"warning: {what} {then} refused ({outcome.status}{said})"
+    return False, f"warning: {what} {then} not delivered ({outcome.reason}{said})"
 
 
 def journal_config(root: Path, target: Target, max_mb: int, body: Mapping[str, Any]) -> bool:

@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Final
 
+from tuneplane.client.attempt_config import CONFIG_PATH
 from tuneplane.client.logs import LOG_RETRY, LOGS_PATH
 from tuneplane.client.poster import Poster
 from tuneplane.client.queue import Ledger
@@ -27,6 +28,7 @@ STATUS_PATH: Final = "/api/v1/ingest/status"
 #: What a journal record holds (the counts ``tuneplane sync`` prints).
 LINES: Final = "log lines"
 STATUS: Final = "status"
+CONFIG: Final = "config"
 
 
 class _Counts(Ledger):
@@ -57,6 +59,7 @@ class AttemptSpool:
         self._transport = transport
         self._lines = _Counts("log line")
         self._statuses = _Counts("status")
+        self._configs = _Counts("config")
         self._losses: list[str] = []
         self._poster = Poster(
             transport,
@@ -86,6 +89,12 @@ class AttemptSpool:
             body["exit_code"] = exit_code
         self._statuses.admit(1)
         self._poster.submit(self._statuses, STATUS_PATH, STATUS, body, 1, 0)
+
+    def config(self, body: dict[str, object]) -> None:
+        """Journal keys added to the attempt's config (``run.config.update()``) and queue
+        them, in order with the lines and the status."""
+        self._configs.admit(1)
+        self._poster.submit(self._configs, CONFIG_PATH, CONFIG, body, 1, 0)
 
     def close(self, timeout: float) -> str | None:
         """Post what waits for up to ``timeout`` seconds (at once when the server does not

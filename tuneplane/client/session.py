@@ -35,9 +35,11 @@ from types import TracebackType
 from typing import Any, Final, Literal
 
 from tuneplane.client import default, ending, starting
+from tuneplane.client.attempt_config import post_config
 from tuneplane.client.console import CONSOLE_MODES, ConsoleCapture
 from tuneplane.client.errors import DeliveryFailed, ResumeRefused
 from tuneplane.client.reporter import Reporter
+from tuneplane.client.run_state import RunConfig, Summary
 from tuneplane.client.runner import (
     SETUP_RETRY,
     SetupFailed,
@@ -53,6 +55,7 @@ from tuneplane.contract import environment
 from tuneplane.contract.arena import AlertLevel
 from tuneplane.contract.errors import InvalidInput
 from tuneplane.contract.ids import display_name_problem, id_for_name
+from tuneplane.contract.observations import SUMMARY_EVENT
 from tuneplane.contract.run_meta import meta_fields
 
 Resume = Literal["allow", "must", "never"]
@@ -126,6 +129,10 @@ class Run:
         self._journal = journal
         self._finished = False
         self._lock = threading.Lock()
+        #: W&B's ``run.config``: ``update()`` adds keys (run_state.RunConfig).
+        self.config = RunConfig(None, self._add_config)
+        #: W&B's ``run.summary``: final figures, sent when the run ends.
+        self.summary = Summary()
 
     def __repr__(self) -> str:
         state = f"attempt {self.attempt}" if self.reporting else "not reporting"
@@ -185,6 +192,8 @@ class Run:
         if reporter is None:
             return
         wait = reporter._exit_timeout if timeout is None else timeout
+        for fields in self.summary.chunks():
+            reporter.event(SUMMARY_EVENT, fields)
         reporter.flush(wait)
         if self._journal is not None:
             self._end_journaled(self._journal, status, exit_code, wait)
@@ -202,6 +211,20 @@ class Run:
         summary = reporter.close(wait).loss_summary()
         if summary is not None:
             _say(summary.removeprefix("tuneplane: "))
+
+    def _add_config(self, added: dict[str, Any]) -> None:
+        """Record keys ``config.update()`` added: journaled and posted with the spool,
+        else posted now (a short retry, as ``init()``'s config); said on stderr."""
+        reporter = self._reporter
+        if reporter is None or self._finished:
+            return
+        body = {"config": added, "add": True}
+        if self._journal is not None:
+            self._journal.spool.config(body)
+            return
+        _answered, line = post_config(reporter._transport, body, self.attempt)
+        if line.startswith("warning"):  # recorded: nothing to say, as W&B says nothing
+            _say(line.removeprefix("warning: "))
 
     def _end_journaled(
         self, journal: starting.Journaled, status: str, exit_code: int | None, wait: float
@@ -352,6 +375,8 @@ def init(
         setup = _Setup(resume, server, data_dir, ranks, meta, console != "off")
         run = _start(project, name or _new_name(), config, setup)
         run._suffix = suffix
+    if isinstance(config, Mapping):
+        dict.update(run.config, config)  # what the run started with: not sent again
     _become_current(run)
     if run.reporting:
         ending.watch(_uncaught, _at_exit)

@@ -129,9 +129,18 @@ def parse_attempt_start(body: object) -> dict[str, Any] | None:
     return config or None
 
 
-def parse_attempt_config(body: object) -> dict[str, Any]:
-    """``POST /api/v1/ingest/config``: ``{"config": {...}}``, the config the attempt's
-    training code declared once it started (the rules of a run's; not empty)."""
+@dataclass(frozen=True, slots=True)
+class AttemptConfig:
+    """``POST /api/v1/ingest/config``: the config the attempt's training code declared once
+    it started, or (``add``) keys it added later (``run.config.update()``)."""
+
+    config: dict[str, Any]
+    add: bool = False
+
+
+def parse_attempt_config(body: object) -> AttemptConfig:
+    """``{"config": {...}}`` (the rules of a run's config; not empty), with ``"add": true``
+    for keys added to what the attempt declared."""
     item = _object(body)
     config = item.get("config")
     if config is None:
@@ -141,7 +150,10 @@ def parse_attempt_config(body: object) -> dict[str, Any]:
     assert isinstance(config, dict)
     if not config:
         raise InvalidInput((Violation("config", "must hold at least one key"),))
-    return config
+    add = item.get("add", False)
+    if not isinstance(add, bool):
+        raise InvalidInput((Violation("add", "must be true or false"),))
+    return AttemptConfig(config, add)
 
 
 @dataclass(frozen=True, slots=True)

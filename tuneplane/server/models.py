@@ -78,6 +78,8 @@ class RunOut(BaseModel):
     transport: Transport
     #: One run's answer only: the attempts that recorded a config other than the run's.
     attempt_configs: list[AttemptConfig] | None = None
+    #: One run's answer only: ``run.summary`` as its attempts sent it (the latest wins).
+    summary: dict[str, object] | None = None
     you: Permissions | None = None
     #: The runs list only: the values of the ``columns`` asked for (null where a run has none).
     columns: dict[str, object] | None = None

@@ -48,6 +48,7 @@ from tuneplane.server.responses import JSON
 from tuneplane.server.run_json import run_json
 from tuneplane.server.state import app_state
 from tuneplane.store import access, catalog, points, run_search
+from tuneplane.store.run_summary import run_summary
 from tuneplane.store.runs import differing_attempt_configs
 
 router = APIRouter(prefix="/api/v1", tags=["read"])
@@ -141,7 +142,10 @@ def get_run(request: Request, project: str, run: str) -> Response:
         row = catalog.get_run(connection, project, run)
         you = permissions(request, connection, project, row.id)
         differing = differing_attempt_configs(connection, row.id, row.config)
-    return JSON({**run_json(project, row), "attempt_configs": differing, "you": you})
+        summary = run_summary(connection, row.id)
+    return JSON(
+        {**run_json(project, row), "attempt_configs": differing, "summary": summary, "you": you}
+    )
 
 
 def metric_json(summary: points.MetricSummary) -> dict[str, object]:

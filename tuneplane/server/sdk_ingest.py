@@ -117,7 +117,9 @@ async def ingest_alerts(request: Request, scope: Scope) -> Response:
 async def ingest_config(request: Request, scope: Scope) -> Response:
     """The config the attempt's training code declared once it started (``init(config=…)``
     or a Trainer's arguments under ``tuneplane run``): written once per attempt (the same
-    again is fine, another is a 409), and the run's config while the run has none."""
+    again is fine, another is a 409), and the run's config while the run has none. With
+    ``"add": true``, keys added to it (``run.config.update()``): a key already there with
+    another value is a 409 naming it."""
     config = parse_attempt_config(await read_json(request, RUN_CONFIG_MAX_BYTES + 4096))
     state = app_state(request)
     recorded = await state.database.write(

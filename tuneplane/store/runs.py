@@ -7,11 +7,18 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from sqlalchemy import Column, ColumnElement, Connection, Text, cast, func, select, update
 
 from tuneplane.contract.access import Visibility
 from tuneplane.contract.errors import Conflict
-from tuneplane.contract.protocol import END_UNKNOWN_STATUS, TERMINAL_STATUSES, StatusReport
+from tuneplane.contract.limits import RUN_CONFIG_MAX_BYTES
+from tuneplane.contract.protocol import (
+    END_UNKNOWN_STATUS,
+    TERMINAL_STATUSES,
+    AttemptConfig,
+    StatusReport,
+)
 from tuneplane.contract.run_meta import RunMeta
 from tuneplane.store.access import add_owner
 from tuneplane.store.alert_rules import add_defaults
@@ -146,12 +153,16 @@ def _no_config(column: Column[Any]) -> ColumnElement[bool]:
 
 
 def record_attempt_config(
-    connection: Connection, scope: TokenScope, config: RunConfig
+    connection: Connection, scope: TokenScope, declared: AttemptConfig
 ) -> dict[str, bool]:
     """The config the attempt's training code declared after the attempt started (a
     Trainer's arguments under ``tuneplane run``): written once per attempt, the same again
     is fine, another a :class:`Conflict` that stores nothing. It becomes the run's config
-    too while the run has none. Returns what was recorded: ``{"attempt": …, "run": …}``."""
+    too while the run has none. Keys added later (``declared.add``) go to
+    :func:`_add_attempt_config`. Returns what was recorded: ``{"attempt": …, "run": …}``."""
+    if declared.add:
+        return _add_attempt_config(connection, scope, declared.config)
+    config = declared.config
     # Conditional updates rather than read-then-write: two racing writers cannot both win.
     attempt_new = connection.execute(
         update(attempts)
@@ -167,12 +178,57 @@ def record_attempt_config(
                 f"config: attempt {scope.attempt} of {scope.project}/{scope.run} already "
                 "recorded a different config; an attempt's config is written once"
             )
-    run_new = connection.execute(
-        update(runs)
-        .where(runs.c.id == scope.run_id, _no_config(runs.c.config))
-        .values(config=config, updated_at=time.time())
-    ).rowcount
-    return {"attempt": bool(attempt_new), "run": bool(run_new)}
+    return {"attempt": bool(attempt_new), "run": _config_while_none(connection, scope, config)}
+
+
+def _config_while_none(connection: Connection, scope: TokenScope, config: RunConfig) -> bool:
+    return bool(
+        connection.execute(
+            update(runs)
+            .where(runs.c.id == scope.run_id, _no_config(runs.c.config))
+            .values(config=config, updated_at=time.time())
+        ).rowcount
+    )
+
+
+def _add_attempt_config(
+    connection: Connection, scope: TokenScope, added: RunConfig
+) -> dict[str, bool]:
+    """Keys added to the attempt's config (``run.config.update()``), on top of what the
+    attempt declared, or of the run's config when it declared nothing: a key already there
+    keeps its value (another value is a :class:`Conflict` naming it, and nothing is
+    stored), so what a run was configured with never changes, it only grows."""
+    query = select(attempts.c.config).where(attempts.c.id == scope.attempt_id)
+    if connection.dialect.name == "postgresql":
+        query = query.with_for_update()  # two additions at once: one waits for the other
+    declared = connection.execute(query).scalar_one()
+    if declared is None:
+        declared_or_run = connection.execute(
+            select(runs.c.config).where(runs.c.id == scope.run_id)
+        ).scalar()
+    else:
+        declared_or_run = declared
+    base: dict[str, Any] = dict(declared_or_run or {})
+    for key, value in added.items():
+        if key in base and base[key] != value:
+            raise Conflict(
+                f"config.{key}: attempt {scope.attempt} of {scope.project}/{scope.run} already "
+                f"has {orjson.dumps(base[key]).decode()[:200]}; a key of a config keeps its "
+                "value (only new keys are added)"
+            )
+    merged = {**base, **added}
+    size = len(orjson.dumps(merged))
+    if size > RUN_CONFIG_MAX_BYTES:
+        raise Conflict(
+            f"config: with the added keys it would be {size} bytes as JSON; at most "
+            f"{RUN_CONFIG_MAX_BYTES}"
+        )
+    new = declared is None or merged != base
+    if new:
+        connection.execute(
+            update(attempts).where(attempts.c.id == scope.attempt_id).values(config=merged)
+        )
+    return {"attempt": new, "run": _config_while_none(connection, scope, merged)}
 
 
 def differing_attempt_configs(

@@ -76,11 +76,12 @@ export function filterConfig(rows, query) {
 /**
  * The run page's config: a summary line (how many keys, the first few as chips while it is
  * closed) that opens onto every key in a table, with a filter over keys and values.
- * `preview(rows)`: the chips of the summary.
+ * `preview(rows)`: the chips of the summary line. `title`: "config", or "summary" for the
+ * final figures a run sent (run.summary), shown the same way.
  */
-export function configTable(config, preview) {
+export function configTable(config, preview, title = "config") {
   const rows = flattenConfig(config);
-  if (!rows.length) return h("span", { class: "muted", text: "no config" });
+  if (!rows.length) return h("span", { class: "muted", text: `no ${title}` });
   const body = h("tbody");
   const count = h("span", { class: "config-count muted" });
   const filter = h("input", {
@@ -88,7 +89,7 @@ export function configTable(config, preview) {
     class: "config-filter",
     name: "config-filter",
     placeholder: "filter keys and values",
-    "aria-label": "filter config",
+    "aria-label": `filter ${title}`,
   });
   const render = () => {
     const shown = filterConfig(rows, filter.value);
@@ -104,8 +105,8 @@ export function configTable(config, preview) {
   render();
   return h(
     "details",
-    { class: "config-view" },
-    h("summary", {}, h("span", { class: "config-title", text: "config" }), count, preview(rows)),
+    { class: `config-view ${title}-view` },
+    h("summary", {}, h("span", { class: "config-title", text: title }), count, preview(rows)),
     h("div", { class: "config-body" }, filter, h("table", { class: "table config-table" }, body)),
   );
 }

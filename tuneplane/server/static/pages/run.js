@@ -115,13 +115,17 @@ async function chartsPage(wanted, { single }) {
   // only the changing cells of the changed run's row.
   // A run's config never changes: its table is made once and kept through every update.
   const config = single ? configTable(found[0].config, (rows) => chipsOf(rows, 6)) : null;
+  const sent = single ? found[0].summary ?? {} : {};
+  const summary = Object.keys(sent).length ? configTable(sent, (rows) => chipsOf(rows, 6), "summary") : null;
   const renderHead = (ref = null) => {
     const row = ref && !single ? head.querySelector("tbody")?.rows[refs.indexOf(ref)] : null;
     if (row) updateCompareRow(row, runs.get(ref.key));
     else if (head.firstChild) morph(head.firstChild, single ? header() : compareHeader(refs, runs, removeHref));
     else head.append(single ? header() : compareHeader(refs, runs, removeHref));
-    const slot = config && head.querySelector('[data-keep="config"]');
-    if (slot && !slot.contains(config)) slot.replaceChildren(config);
+    for (const [key, table] of [["config", config], ["summary", summary]]) {
+      const slot = table && head.querySelector(`[data-keep="${key}"]`);
+      if (slot && !slot.contains(table)) slot.replaceChildren(table);
+    }
   };
   renderHead();
 

@@ -35,6 +35,8 @@ export function runHeader(run, onShare = null, manage = null, attemptConfigs = [
     // The config's table (see configTable), made once by the page: a live update keeps it,
     // with its filter and whether it is open.
     h("div", { class: "config", dataset: { keep: "config" } }),
+    // The run's summary (run.summary: final figures), made the same way, when it sent one.
+    h("div", { class: "config", dataset: { keep: "summary" } }),
     h(
       "div",
       { class: "actions" },
