@@ -18,6 +18,7 @@ from playwright.sync_api import sync_playwright
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.dashboard.pages import wait_ready
 from tests.dashboard.seed import ENV, PROJECT, SDK_PROJECT, seed
+from tests.dashboard.seed_groups import BASELINE, SEEDS, seed_groups
 from tests.dashboard.seed_trajectories import PROJECT as AGENTS
 from tests.dashboard.seed_trajectories import seed_for_screenshots
 from tests.serving import running_server
@@ -27,6 +28,10 @@ PAGES = {
     "runs.png": (f"/projects/{PROJECT}", False),
     "run.png": (f"/projects/{PROJECT}/runs/grpo-qwen-7", True),
     "compare.png": (f"/compare?project={PROJECT}&runs=grpo-qwen-7,grpo-qwen-8&smooth=0.8", True),
+    "groups.png": (
+        f"/compare?project={SDK_PROJECT}&runs={','.join([*SEEDS, BASELINE])}&groups=1&smooth=0.6",
+        True,
+    ),
     "reports.png": (f"/reports?project={PROJECT}&runs=grpo-qwen-7#alert-slow-step-180", False),
     "logs.png": (f"/projects/{SDK_PROJECT}/runs/sdk-run?tab=logs", False),
     "validation.png": (
@@ -55,7 +60,8 @@ def main(wanted: list[str]) -> None:
         running_server("--data-dir", data_dir, env=ENV) as base,
         sync_playwright() as playwright,
     ):
-        seed(base, Path(data_dir), markup=False)
+        seeded = seed(base, Path(data_dir), markup=False)
+        seed_groups(base, seeded.admin_key)
         seed_for_screenshots(base, Path(data_dir), *SIGNED_IN)
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for pages, login in ((PAGES, None), (SIGNED_IN_PAGES, SIGNED_IN)):

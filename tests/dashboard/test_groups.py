@@ -4,47 +4,23 @@ and kept in the address, with the group's runs one click away."""
 
 from __future__ import annotations
 
-import math
-import random
 from urllib.parse import parse_qs, urlparse
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.dashboard.pages import charts, open_ready
-from tests.dashboard.seed import SDK_PROJECT, Seeded, post_scalars
+from tests.dashboard.seed import SDK_PROJECT, Seeded
+from tests.dashboard.seed_groups import BASELINE, GROUP, SEEDS, STEPS, seed_groups
 
-GROUP = "qwen-lr3e-5"
-SEEDS = ["grp-seed-1", "grp-seed-2", "grp-seed-3"]
-BASELINE = "grp-lr1e-5"
-STEPS = {"grp-seed-1": 400, "grp-seed-2": 400, "grp-seed-3": 320, BASELINE: 400}
 COMPARE = f"/compare?project={SDK_PROJECT}&runs={','.join([*SEEDS, BASELINE])}"
 GROUP_KEY = f"group:{SDK_PROJECT}/{GROUP}"
 LOSS = '.chart[data-metric="train/loss"]'
 
 
-def loss_curve(run: str, steps: int) -> list[float]:
-    """A fine-tuning loss: a decay to a floor that depends on the learning rate, and noise."""
-    noise = random.Random(run)
-    floor, start = (0.55, 1.4) if run == BASELINE else (0.35, 1.9)
-    return [floor + start * math.exp(-s / 90) + noise.gauss(0, 0.04) for s in range(steps)]
-
-
 @pytest.fixture(scope="module")
 def grouped(seeded: Seeded) -> None:
-    key = {"Authorization": f"Bearer {seeded.admin_key}"}
-    for run, steps in STEPS.items():
-        group = None if run == BASELINE else GROUP
-        api = f"{seeded.base}/api/v1/projects/{SDK_PROJECT}/runs"
-        created = httpx.post(api, json={"run": run, "group": group}, headers=key)
-        assert created.status_code in (200, 201), created.text
-        attempt = httpx.post(f"{api}/{run}/attempts", json={}, headers=key)
-        assert attempt.status_code == 201, attempt.text
-        series = [
-            {"name": "train/loss", "steps": list(range(steps)), "values": loss_curve(run, steps)}
-        ]
-        post_scalars(seeded.base, attempt.json()["token"], {"series": series})
+    seed_groups(seeded.base, seeded.admin_key)
 
 
 def drawn_keys(page: Page) -> set[str]:

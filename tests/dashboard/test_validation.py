@@ -11,7 +11,14 @@ from playwright.sync_api import Page, expect
 
 from tests.dashboard.conftest import Watched
 from tests.dashboard.seed import Seeded
-from tests.dashboard.seed_eval import HISTORY_TRIAL, XSS, new_attempt, post_observations, trial
+from tests.dashboard.seed_eval import (
+    HISTORY_TRIAL,
+    XSS,
+    new_attempt,
+    population,
+    post_observations,
+    trial,
+)
 from tests.dashboard.seed_restart import RESTART_RUN, seed_restart
 
 BASE = "/projects/lab/runs/eval-base"
@@ -41,6 +48,31 @@ def test_rounds_show_counts_and_rates_with_intervals(page: Page, seeded: Seeded)
         expect(cell.locator(".figure-value")).to_have_text(value)
         expect(cell.locator(".figure-ci")).to_have_text(f"95% CI {pct(low)}{DASH}{pct(high)}")
         expect(cell.locator(".figure-fraction")).to_have_text(fraction)
+
+
+def test_a_round_of_rewards_without_verdicts_shows_its_rewards_not_zero_percent(
+    page: Page, seeded: Seeded
+) -> None:
+    # As a NeMo-RL validation log is imported: rewards, no verdicts, one sample's reward NaN.
+    token = new_attempt(seeded.base, seeded.admin_key, "nemo-val")
+    declaration = {**population("val-rl", 4), "verdicts": False}
+    rewarded = [trial("val-rl", f"idx-{i}", "unscored", reward=r) for i, r in enumerate((1.0, 0.0))]
+    no_reward = trial("val-rl", "idx-2", "unscored", reason_code="no_reward", reason="NaN")
+    post_observations(seeded.base, token, [declaration, *rewarded, no_reward])
+    page.goto("/projects/lab/runs/nemo-val?tab=validation")
+    row = page.locator('.rounds-table tr[data-round="val-rl"]')
+    for column in ("col-rate", "col-coverage"):
+        expect(row.locator(f".{column} .figure-none")).to_have_text("no figure")
+        expect(row.locator(f".{column}")).to_contain_text("no success or failure verdicts")
+        assert "%" not in row.locator(f".{column}").inner_text()
+    expect(row.locator(".col-reward-coverage .figure-value")).to_have_text("50.0%")
+    expect(row.locator(".col-reward-coverage .figure-fraction")).to_have_text("2 / 4")
+    expect(row.locator(".col-mean-reward .figure-value")).to_have_text("0.5")
+    expect(row.locator(".col-mean-reward .figure-fraction")).to_have_text("mean of 2 rewards")
+    # A round of verdicts shows its mean reward beside its rates (1.0 per success).
+    page.goto(BASE + "?tab=validation")
+    val_1 = page.locator('.rounds-table tr[data-round="val-1"]')
+    expect(val_1.locator(".col-mean-reward .figure-value")).to_have_text("0.75")
 
 
 def test_an_unknown_population_gives_the_reason_and_no_percentage(page: Page) -> None:

@@ -155,10 +155,14 @@ def test_validation_is_a_round_of_unscored_trials_with_roles(tmp_path: Path) -> 
     document = snapshot.document
     assert snapshot.round_id.startswith("nemo-rl-val-step0-")
     assert document["population"]["expected"] == 3
-    assert [(t["trial_id"], t["status"], t["reward"]) for t in snapshot.trials] == [
-        ("idx-0", "unscored", 1.0),
-        ("idx-1", "unscored", 0.0),
-        ("idx-2", "unscored", None),
+    # The log has rewards, no verdicts: said once for the round, and by each trial.
+    assert document["population"]["verdicts"] is False
+    assert [
+        (t["trial_id"], t["status"], t["reward"], t["reason_code"]) for t in snapshot.trials
+    ] == [
+        ("idx-0", "unscored", 1.0, "reward_only"),
+        ("idx-1", "unscored", 0.0, "reward_only"),
+        ("idx-2", "unscored", None, "no_reward"),
     ]
     assert all(t["eligible"] is False for t in snapshot.trials)
     text = {t["trial_id"]: t for t in snapshot.trajectories}

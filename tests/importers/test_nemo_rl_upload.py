@@ -63,12 +63,25 @@ def test_an_import_uploads_each_step_once_however_often_it_runs(
     assert {i["category"] for i in items if i["step"] == 2} == {"invalid_reward"}
     assert all(i["category"] != "failure" for i in items)
     assert all(i["collection_policy"] is None for i in items)
-    (round_id,) = rounds(server, run)
+    ((round_id, found_round),) = rounds(server, run).items()
     assert round_id.startswith("nemo-rl-val-step2-")
     found = trials(server, run, round_id)
     assert {t: found[t]["status"] for t in found} == dict.fromkeys(
         ("idx-0", "idx-1", "idx-2"), "unscored"
     )
+    assert [found[t]["reason_code"] for t in ("idx-0", "idx-1", "idx-2")] == [
+        "reward_only", "reward_only", "no_reward"
+    ]  # fmt: skip
+    # What the log has is shown: 2 of 3 samples have a reward, whose mean is 0.5; what it
+    # lacks, a verdict, withholds the success rate and the scoring coverage (not 0%).
+    assert found_round["verdicts"] is False
+    coverage = found_round["reward_coverage"]
+    assert (coverage["numerator"], coverage["denominator"]) == (2, 3)
+    assert found_round["mean_reward"] == {"value": 0.5, "numerator": 1.0, "denominator": 2}
+    for figure in ("success_rate", "scoring_coverage"):
+        assert found_round[figure]["value"] is None
+        assert found_round[figure]["codes"] == ["no_verdicts"]
+        assert "no success or failure verdicts" in found_round[figure]["reason"]
 
 
 def test_the_follower_imports_completed_steps_while_training_runs(

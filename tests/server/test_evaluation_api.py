@@ -641,3 +641,45 @@ def test_matched_evidence_picks_an_execution_attempt_per_side(api: TestClient) -
     assert first["left"]["execution_attempt"] == 1
     assert first["transitions"]["failure_to_success"] == 2
     assert first["difference"]["exact"] == {"numerator": 1, "denominator": 1}
+
+
+def test_a_round_of_rewards_without_verdicts_withholds_its_rates_and_shows_its_rewards(
+    api: TestClient,
+) -> None:
+    token = attempt(api)
+    declared = {**population("d1", 4), "verdicts": False}
+    rewarded = [trial(f"t{i}", f"q{i}", "unscored", reward=r) for i, r in enumerate((0.5, 1.0))]
+    assert tally(send(api, token, declared, *rewarded, trial("t2", "q2", "unscored"))) == (4, 0)
+    (state,) = rounds(api)["rounds"]
+    assert state["verdicts"] is False
+    for figure in ("success_rate", "scoring_coverage"):
+        assert state[figure]["value"] is None
+        assert state[figure]["codes"] == ["no_verdicts"]
+    coverage = state["reward_coverage"]
+    assert (coverage["value"], coverage["numerator"], coverage["denominator"]) == (0.5, 2, 4)
+    assert len(coverage["wilson95"]) == 2
+    assert state["mean_reward"] == {"value": 0.75, "numerator": 1.5, "denominator": 2}
+    assert state["not_yet_reported"] == {"value": 1}
+    # The same declaration again is a duplicate; one that gives verdicts is another round's.
+    assert tally(send(api, token, {**declared, "event_id": "d2"})) == (0, 1)
+    changed = send(api, token, population("d3", 4))
+    assert changed.status_code == 409
+    assert changed.json()["error"]["conflicts"][0]["fields"] == ["verdicts"]
+    refused = send(api, token, {**population("d4", 4, round_id="val-2"), "verdicts": "no"})
+    assert refused.status_code == 422
+    assert refused.json()["error"]["details"][0]["field"] == "events[0].verdicts"
+
+
+def test_a_round_of_verdicts_has_a_mean_reward_and_none_without_rewards(api: TestClient) -> None:
+    token = attempt(api)
+    events = [population("d1", 3), trial("t0", "q0", "success", reward=1.0)]
+    events += [trial("t1", "q1", "failure", reward=0.0), trial("t2", "q2", "infra_error")]
+    assert tally(send(api, token, *events)) == (4, 0)
+    (state,) = rounds(api)["rounds"]
+    assert state["verdicts"] is True
+    assert state["mean_reward"] == {"value": 0.5, "numerator": 1.0, "denominator": 2}
+    assert state["reward_coverage"]["numerator"] == 2
+    assert tally(send(api, attempt(api, "other"), trial("u0", "q0", "unscored"))) == (1, 0)
+    (other,) = rounds(api, "other")["rounds"]
+    assert other["mean_reward"]["codes"] == ["no_rewards"]
+    assert other["reward_coverage"]["codes"] == ["unknown_population"]

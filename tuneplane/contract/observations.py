@@ -58,6 +58,8 @@ from tuneplane.contract.validation import (
 )
 
 ObservationType = Literal["event", "distribution", "health", "population", "trial"]
+#: The free event a run's summary is sent as (``run.summary``); the run's read merges them.
+SUMMARY_EVENT: Final = "summary"
 OBSERVATION_TYPES: Final[tuple[ObservationType, ...]] = (
     "event",
     "distribution",
@@ -82,6 +84,10 @@ class Population:
     #: ``TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES``); None: the default rule
     #: (``contract.trajectories.evaluation_text_cap``).
     text_samples: int | None = None
+    #: False when the producer gives no success or failure verdict, only rewards (a
+    #: NeMo-RL validation log): the round's success rate and scoring coverage are then
+    #: withheld (``no_verdicts``), never shown as 0%.
+    verdicts: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +123,7 @@ POPULATION_FIELDS: Final = (
     "task.name",
     "task.version",
     "text_samples",
+    "verdicts",
 )
 TRIAL_FIELDS: Final = ("status", "eligible", "reward", "error_type", "reason_code", "reason")
 
@@ -132,6 +139,7 @@ def outcome_content(observation: Observation) -> dict[str, object]:
             "task.name": p.task_name,
             "task.version": p.task_version,
             "text_samples": p.text_samples,
+            "verdicts": p.verdicts,
         }
     if observation.trial is not None:
         t = observation.trial
@@ -343,9 +351,18 @@ def _population(check: _Check, item: dict[str, Any]) -> Population | None:
     text_samples = item.get("text_samples")
     if text_samples is not None and not is_count(text_samples):
         check.add("text_samples", "must be the nonnegative number of trials that keep their text")
+    verdicts = item.get("verdicts", True)
+    if not isinstance(verdicts, bool):
+        check.add(
+            "verdicts",
+            "must be true or false (false: the producer gives rewards, no success or "
+            "failure verdict)",
+        )
     if round_id is None or not isinstance(expected, int) or not is_count(expected):
         return None
-    return Population(round_id, expected, digests, task_name, task_version, text_samples)
+    return Population(
+        round_id, expected, digests, task_name, task_version, text_samples, verdicts is not False
+    )
 
 
 def _trial(check: _Check, item: dict[str, Any]) -> TrialResult | None:
@@ -431,6 +448,7 @@ def parse_observation(path: str, item: object) -> tuple[Observation | None, list
             "digests": population.digests,
             "task": {"name": population.task_name, "version": population.task_version},
             "text_samples": population.text_samples,
+            "verdicts": population.verdicts,
         }
     if trial is not None:
         body = {

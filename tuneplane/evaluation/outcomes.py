@@ -3,6 +3,8 @@
 success rate = success / (success + failure)
 scoring coverage = (success + failure) / expected
 not yet reported = expected - distinct trials reported
+reward coverage = distinct trials with a reward / expected
+mean reward = the sum of the current outcomes' rewards / how many have one
 
 An unknown population, an empty denominator or more distinct trials than expected never
 yield a percentage: they yield a ``Missing`` with every code that applies and the sentence
@@ -14,7 +16,10 @@ Codes (machine-readable, documented in docs/evaluation.md):
   declares 0 trials (coverage: not-yet-reported is a count, not a rate, and a round of 0
   declared trials with none reported has 0 not yet reported);
 - ``unknown_population``: no declaration has arrived for the round;
-- ``excess_trials``: more distinct trials reported than the population declares.
+- ``excess_trials``: more distinct trials reported than the population declares;
+- ``no_verdicts``: the producer declared that it gives rewards, no success or failure
+  verdict (a NeMo-RL validation log): success rate and scoring coverage do not apply;
+- ``no_rewards``: no current outcome of the round has a reward (mean reward).
 """
 
 from __future__ import annotations
@@ -37,6 +42,16 @@ class Rate:
     denominator: int
     low: float
     high: float
+
+
+@dataclass(frozen=True, slots=True)
+class Mean:
+    """A mean of ``count`` values summing to ``total`` (no interval: rewards are no
+    proportion)."""
+
+    value: float
+    total: float
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +80,11 @@ class RoundCounts:
     unscored: int = 0
     #: Trials the population declares; None while no declaration has arrived.
     expected: int | None = None
+    #: False when the declaration says the producer gives only rewards, no verdicts.
+    verdicts: bool = True
+    #: Current outcomes with a reward, and the sum of their rewards.
+    rewarded: int = 0
+    reward_sum: float = 0.0
 
     @property
     def reported(self) -> int:
@@ -119,23 +139,51 @@ def _population_problem(counts: RoundCounts, rate: bool = True) -> Missing | Non
     return Missing("; ".join(sentences), tuple(codes))
 
 
+NO_VERDICTS: Final = Missing(
+    "the producer gives rewards, no success or failure verdicts (every trial is unscored "
+    "by design): see the reward coverage and mean reward",
+    ("no_verdicts",),
+)
+
+
 def success_rate(counts: RoundCounts) -> Rate | Missing:
     """success / (success + failure); execution errors and unscored trials are not failures.
 
     It needs no population, and it is withheld only when success + failure is 0: excess
     trials withhold coverage, not the rate of the trials that were scored."""
+    if not counts.verdicts and counts.scored == 0:
+        return NO_VERDICTS
     if counts.scored == 0:
         return Missing("no scored trials: success + failure is 0", ("empty_denominator",))
     return _rate(counts.success, counts.scored)
 
 
 def scoring_coverage(counts: RoundCounts) -> Rate | Missing:
-    """(success + failure) / expected."""
+    """(success + failure) / expected; withheld, not 0%, for a producer of no verdicts."""
+    if not counts.verdicts and counts.scored == 0:
+        return NO_VERDICTS
     problem = _population_problem(counts)
     if problem is not None:
         return problem
     assert counts.expected is not None
     return _rate(counts.scored, counts.expected)
+
+
+def reward_coverage(counts: RoundCounts) -> Rate | Missing:
+    """Distinct trials with a reward / expected: how much of the population the rewards
+    cover (a NaN or missing reward in a log is no reward)."""
+    problem = _population_problem(counts)
+    if problem is not None:
+        return problem
+    assert counts.expected is not None
+    return _rate(counts.rewarded, counts.expected)
+
+
+def mean_reward(counts: RoundCounts) -> Mean | Missing:
+    """The mean reward of the current outcomes that have one, whatever their status."""
+    if counts.rewarded == 0:
+        return Missing("no trial of the round has a reward", ("no_rewards",))
+    return Mean(counts.reward_sum / counts.rewarded, counts.reward_sum, counts.rewarded)
 
 
 def not_yet_reported(counts: RoundCounts) -> int | Missing:
@@ -164,4 +212,6 @@ def count_round(current: Iterable[TrialAttempt], expected: int | None) -> RoundC
     tally = dict.fromkeys(STATUSES, 0)
     for outcome in current:
         tally[outcome.status] += 1
-    return RoundCounts(expected=expected, **tally)
+    return RoundCounts(
+        tally["success"], tally["failure"], tally["infra_error"], tally["unscored"], expected
+    )

@@ -21,8 +21,12 @@ its JSON. Each text is cut at 64 Ki characters (saying so inside it) and a conve
 Validation (``val_data_step{N}.jsonl``) is an evaluation, not training: each file is one
 evaluation round (``nemo-rl-val-step{N}``) whose population is the file's samples, one
 trial per ``idx``, every trial ``unscored`` with its reward kept as the value (the file says
-what the environment paid, not whether an answer failed). Its messages keep their roles; a
-role outside the contract's (NeMo-RL's ``environment``) is sent as ``tool`` with that name.
+what the environment paid, not whether an answer failed). The round declares that it gives
+no verdicts (``verdicts: false``), so the server shows its reward coverage and mean
+reward and withholds the success rate and scoring coverage with their reason, never 0%;
+each trial says why it is unscored (``reward_only``, or ``no_reward`` for a NaN or null).
+Its messages keep their roles; a role outside the contract's (NeMo-RL's ``environment``) is
+sent as ``tool`` with that name.
 Text is kept for every trial of up to 128, else 32 (``TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES``
 overrides).
 """
@@ -219,6 +223,19 @@ def _val_text(found: Scan, cap: int) -> list[dict[str, Any]]:
     ]
 
 
+def _why_unscored(sample: Sample) -> dict[str, str]:
+    if sample.reward is None:
+        return {
+            "reason_code": "no_reward",
+            "reason": "the validation log's reward is NaN, infinite or missing",
+        }
+    return {
+        "reason_code": "reward_only",
+        "reason": "NeMo-RL's validation log records the environment's reward, not whether "
+        "the answer was right",
+    }
+
+
 def val_round(found: Scan, text_samples: int | None = None) -> Snapshot:
     """The evaluation snapshot of one scanned validation step file."""
     file = found.file
@@ -232,6 +249,7 @@ def val_round(found: Scan, text_samples: int | None = None) -> Snapshot:
             "eligible": False,
             "reward": s.reward,
             "error_type": None,
+            **_why_unscored(s),
         }
         for s in found.samples
     ]
@@ -248,6 +266,7 @@ def val_round(found: Scan, text_samples: int | None = None) -> Snapshot:
         "type": "population",
         "expected": expected,
         "task": {"name": f"nemo-rl validation at step {file.step}"},
+        "verdicts": False,
     }
     if text_samples is not None:
         population["text_samples"] = text_samples

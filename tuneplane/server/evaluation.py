@@ -19,10 +19,13 @@ from tuneplane.contract.limits import RECENT_OBSERVATIONS
 from tuneplane.contract.observations import OBSERVATION_TYPES, TRIAL_STATUSES
 from tuneplane.evaluation.matched import Difference, matched_difference, transitions
 from tuneplane.evaluation.outcomes import (
+    Mean,
     Missing,
     Rate,
     RoundCounts,
+    mean_reward,
     not_yet_reported,
+    reward_coverage,
     scoring_coverage,
     success_rate,
 )
@@ -48,14 +51,19 @@ def _counts(state: RoundState) -> RoundCounts:
         infra_error=state.tally.get("infra_error", 0),
         unscored=state.tally.get("unscored", 0),
         expected=None if state.declaration is None else state.declaration.expected,
+        verdicts=state.declaration is None or state.declaration.verdicts,
+        rewarded=state.rewarded,
+        reward_sum=state.reward_sum,
     )
 
 
-def _number(value: Rate | Missing | int) -> dict[str, Any]:
+def _number(value: Rate | Mean | Missing | int) -> dict[str, Any]:
     if isinstance(value, Missing):
         return {"value": None, "codes": list(value.codes), "reason": value.reason}
     if isinstance(value, int):
         return {"value": value}
+    if isinstance(value, Mean):
+        return {"value": value.value, "numerator": value.total, "denominator": value.count}
     return {
         "value": value.value,
         "numerator": value.numerator,
@@ -83,8 +91,11 @@ def _round_json(state: RoundState) -> dict[str, Any]:
             "reported": counts.reported,
         },
         "not_yet_reported": _number(not_yet_reported(counts)),
+        "verdicts": counts.verdicts,
         "success_rate": _number(success_rate(counts)),
         "scoring_coverage": _number(scoring_coverage(counts)),
+        "reward_coverage": _number(reward_coverage(counts)),
+        "mean_reward": _number(mean_reward(counts)),
     }
 
 

@@ -21,6 +21,7 @@ class Declaration:
     digests: dict[str, str | None]
     task_name: str | None
     task_version: str | None
+    verdicts: bool = True
 
 
 @dataclass(slots=True)
@@ -29,6 +30,9 @@ class RoundState:
     declaration: Declaration | None = None
     #: Current outcomes per status.
     tally: dict[str, int] = field(default_factory=dict)
+    #: Current outcomes with a reward, and the sum of their rewards.
+    rewarded: int = 0
+    reward_sum: float = 0.0
 
 
 def execution_attempts(connection: Connection, run_id: int) -> list[int]:
@@ -54,9 +58,25 @@ def _declarations(
             digests={name: getattr(row, name) for name in DIGEST_NAMES},
             task_name=row.task_name,
             task_version=row.task_version,
+            verdicts=row.verdicts is not False,
         )
         for row in connection.execute(query)
     }
+
+
+def _rewards(
+    connection: Connection, run_id: int, attempt: int, round_id: str | None
+) -> list[tuple[str, int, float]]:
+    """Per round: how many current outcomes have a reward, and their sum."""
+    c = trial_current.c
+    query = (
+        select(c.round_id, func.count(c.reward), func.sum(c.reward))
+        .where(c.run_id == run_id, c.execution_attempt == attempt, c.reward.is_not(None))
+        .group_by(c.round_id)
+    )
+    if round_id is not None:
+        query = query.where(c.round_id == round_id)
+    return [(name, int(count), float(total)) for name, count, total in connection.execute(query)]
 
 
 def rounds(
@@ -76,6 +96,9 @@ def rounds(
         states[name] = RoundState(name, declaration)
     for name, status, count in connection.execute(query):
         states.setdefault(name, RoundState(name)).tally[status] = int(count)
+    for name, rewarded, total in _rewards(connection, run_id, attempt, round_id):
+        state = states.setdefault(name, RoundState(name))
+        state.rewarded, state.reward_sum = rewarded, total
     return [states[name] for name in sorted(states)]
 
 

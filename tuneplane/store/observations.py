@@ -110,6 +110,7 @@ def _stored_outcomes(
                 "task.name": row.task_name,
                 "task.version": row.task_version,
                 "text_samples": row.text_samples,
+                "verdicts": row.verdicts is not False,
             }
     by_round: dict[str, set[str]] = {}
     for key in keys:
@@ -242,6 +243,7 @@ def write_observations(
                     "task_name": p.task_name,
                     "task_version": p.task_version,
                     "text_samples": p.text_samples,
+                    "verdicts": p.verdicts,
                     "declared_at": now,
                     **{name: p.digests.get(name) for name in DIGEST_NAMES},
                 }

@@ -225,6 +225,8 @@ eval_rounds = Table(
     # Trials of the round that keep their text, when the job set its own cap.
     Column("text_samples", BigInteger, nullable=True),
     Column("declared_at", Float, nullable=False),
+    # False: the producer gives rewards, no verdicts (NULL, as before 0016: it gives them).
+    Column("verdicts", Boolean, nullable=True),
 )
 
 # Every terminal trial attempt, immutable.

@@ -2,7 +2,7 @@
 // wilson95} or {value: null, reason}: a missing number shows its reason, never a percentage.
 
 import { h } from "../lib/dom.js";
-import { fmtInt } from "../lib/format.js";
+import { fmtInt, fmtNum } from "../lib/format.js";
 
 /** Trial statuses in the order the tab shows them, with the words people use. */
 export const STATUSES = [
@@ -29,6 +29,17 @@ export function rateFigure(figure) {
     h("span", { class: "figure-value", text: fmtPct(figure.value) }),
     h("span", { class: "figure-ci", title: "Wilson score interval, 95%", text: `95% CI ${fmtPct(low)}–${fmtPct(high)}` }),
     h("span", { class: "figure-fraction", text: `${fmtInt(figure.numerator)} / ${fmtInt(figure.denominator)}` }),
+  );
+}
+
+/** A mean (the mean reward: a sum over a count, no interval), or "no figure" and why. */
+export function meanFigure(figure) {
+  if (figure.value == null) return missing("no figure", figure.reason);
+  return h(
+    "span",
+    { class: "figure" },
+    h("span", { class: "figure-value", text: fmtNum(figure.value) }),
+    h("span", { class: "figure-fraction", text: `mean of ${fmtInt(figure.denominator)} rewards` }),
   );
 }
 

@@ -10,7 +10,7 @@ import { debug } from "../lib/debug.js";
 import { empty, h, serial } from "../lib/dom.js";
 import { fmtInt } from "../lib/format.js";
 import { replaceParams } from "../lib/url.js";
-import { countFigure, rateFigure, roundSpec, STATUSES } from "./figures.js";
+import { countFigure, meanFigure, rateFigure, roundSpec, STATUSES } from "./figures.js";
 import { TrialInspector } from "./trials.js";
 
 debug.validation = { state: null, rounds: 0, loads: 0, attempt: null };
@@ -127,6 +127,8 @@ export class ValidationView {
       "not yet reported",
       "success rate",
       "scoring coverage",
+      "reward coverage",
+      "mean reward",
       "",
     ];
     return h(
@@ -147,6 +149,8 @@ export class ValidationView {
             h("td", { class: "num col-not-reported" }, countFigure(round.not_yet_reported)),
             h("td", { class: "col-rate" }, rateFigure(round.success_rate)),
             h("td", { class: "col-coverage" }, rateFigure(round.scoring_coverage)),
+            h("td", { class: "col-reward-coverage" }, rateFigure(round.reward_coverage)),
+            h("td", { class: "col-mean-reward" }, meanFigure(round.mean_reward)),
             h(
               "td",
               {},
