@@ -158,25 +158,25 @@ def success_rate(counts: RoundCounts) -> Rate | Missing:
     return _rate(counts.success, counts.scored)
 
 
-def scoring_coverage(counts: RoundCounts) -> Rate | Missing:
-    """(success + failure) / expected; withheld, not 0%, for a producer of no verdicts."""
-    if not counts.verdicts and counts.scored == 0:
-        return NO_VERDICTS
+def _share_of_population(counts: RoundCounts, numerator: int) -> Rate | Missing:
     problem = _population_problem(counts)
     if problem is not None:
         return problem
     assert counts.expected is not None
-    return _rate(counts.scored, counts.expected)
+    return _rate(numerator, counts.expected)
+
+
+def scoring_coverage(counts: RoundCounts) -> Rate | Missing:
+    """(success + failure) / expected; withheld, not 0%, for a producer of no verdicts."""
+    if not counts.verdicts and counts.scored == 0:
+        return NO_VERDICTS
+    return _share_of_population(counts, counts.scored)
 
 
 def reward_coverage(counts: RoundCounts) -> Rate | Missing:
     """Distinct trials with a reward / expected: how much of the population the rewards
     cover (a NaN or missing reward in a log is no reward)."""
-    problem = _population_problem(counts)
-    if problem is not None:
-        return problem
-    assert counts.expected is not None
-    return _rate(counts.rewarded, counts.expected)
+    return _share_of_population(counts, counts.rewarded)
 
 
 def mean_reward(counts: RoundCounts) -> Mean | Missing:
