@@ -35,3 +35,12 @@ export const matched = (left, right, leftAttempt = null, rightAttempt = null) =>
 /** The matched view's address, keeping each side's execution attempt. */
 export const matchedPage = (left = null, right = null, leftAttempt = null, rightAttempt = null) =>
   `/matched${query({ left, left_attempt: leftAttempt, right, right_attempt: rightAttempt })}`;
+
+/** One transition's trials between two rounds, by trial ID: {transition, left, right, trials,
+ * next}. `sides`: {left, left_attempt, right, right_attempt}. */
+export const matchedTrials = (sides, transition, after = null, limit = null) =>
+  getJSON(`/api/v1/evaluation/matched/trials${query({ ...sides, transition, after, limit })}`);
+
+/** One trial on both sides with both trajectories' messages, the first divergence and each
+ * side's first failed tool call. */
+export const matchedTrial = (sides, trial) => getJSON(`/api/v1/evaluation/matched/trials/${enc(trial)}${query(sides)}`);

@@ -4,7 +4,8 @@
 // shown; the success-rate difference (a decimal and the exact fraction) only when the four
 // protocol digests match and both rounds are completely scored, otherwise every condition
 // that failed, by code and side. It is an observed difference; the exact McNemar test is
-// given beside it.
+// given beside it. Each count opens its trials, and each trial both its trajectories side by
+// side (evaluation/matched_trials.js); regressions (success → failure) are open at first.
 
 import * as api from "../lib/api.js";
 import * as evalApi from "../evaluation/api.js";
@@ -13,6 +14,7 @@ import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { fmtInt, fmtTime } from "../lib/format.js";
 import { address } from "../lib/root.js";
 import { rateFigure } from "../evaluation/figures.js";
+import { TransitionTrials } from "../evaluation/matched_trials.js";
 
 const SIDES = [
   ["left", "Left (baseline)"],
@@ -88,7 +90,18 @@ export async function matchedPage() {
     return;
   }
   debug.matched = answer;
-  result.append(renderMatched(answer, { left, right }));
+  // The attempts the answer read, so every list and trajectory opened is of the same rounds.
+  const sides = { left, left_attempt: answer.left.execution_attempt, right, right_attempt: answer.right.execution_attempt };
+  const trials = new TransitionTrials(sides, Object.fromEntries(TRANSITIONS));
+  const open = (key) => trials.open(key, answer.transitions[key]);
+  result.append(renderMatched(answer, { left, right }, open), trials.el, trials.pair);
+  // Regressions first: without a transition in the address, success → failure is open.
+  const named = params.get("transition");
+  const wanted = TRANSITIONS.some(([key]) => key === named) ? named : answer.transitions.success_to_failure > 0 ? "success_to_failure" : null;
+  if (wanted == null) return;
+  const trial = params.get("trial");
+  await open(wanted);
+  if (trial) await trials.openTrial(trial);
 }
 
 async function sidePicker(side, label, chosen, projects, onChange) {
@@ -226,7 +239,13 @@ const TRANSITIONS = [
   ["missing_right", "missing on the right (left only)"],
 ];
 
-function renderMatched(answer, specs) {
+/** A count that opens its trials (none to open at 0). */
+function countCell(key, count, open) {
+  if (!count) return h("td", { class: "num", text: fmtInt(count) });
+  return h("td", { class: "num" }, h("button", { type: "button", class: "link transition-open", title: "list these trials", text: fmtInt(count), onclick: () => open(key) }));
+}
+
+function renderMatched(answer, specs, open) {
   const moves = answer.transitions;
   const diff = answer.difference;
   const points = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v * 100).toFixed(1)} percentage points`;
@@ -242,7 +261,7 @@ function renderMatched(answer, specs) {
     h(
       "table",
       { class: "table transitions-table" },
-      h("tbody", {}, TRANSITIONS.map(([key, label]) => h("tr", { dataset: { transition: key } }, h("th", { text: label }), h("td", { class: "num", text: fmtInt(moves[key]) })))),
+      h("tbody", {}, TRANSITIONS.map(([key, label]) => h("tr", { dataset: { transition: key } }, h("th", { text: label }), countCell(key, moves[key], open)))),
     ),
     h("h2", { class: "section-title", text: "Observed difference in success rate" }),
     diff.shown
