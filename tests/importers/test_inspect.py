@@ -1,10 +1,11 @@
 """Inspect AI import: real logs written here by Inspect's own mock model, from logs to
-snapshot."""
+snapshot, and through the command line and a ``tuneplane run`` job to a real server."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -14,11 +15,18 @@ from typing import Any
 
 import pytest
 
+from tests.client.runs import PROJECT, Server
 from tests.importers.inspect_logs import write_logs
+from tests.importers.jobs import body, events, job, rounds, trajectories, trials
 from tuneplane.importers.inspect_eval import import_inspect, sample_key
 from tuneplane.importers.inspect_protocol import SAMPLE_EVENT, TASK_EVENT
 from tuneplane.importers.problems import ImportRefused
-from tuneplane.importers.snapshot import read_snapshot
+from tuneplane.importers.snapshot import (
+    CHECKPOINT_EVENT,
+    read_snapshot,
+    read_snapshots,
+    write_snapshot_files,
+)
 
 OUTCOMES = {
     "7-r0": ("success", 1.0),
@@ -219,19 +227,17 @@ def test_a_stopped_evaluation_shows_what_it_did_not_run_as_not_reported(
 
 
 def test_snapshots_are_written_one_per_log_and_read_back(logs: Path, tmp_path: Path) -> None:
-    from tuneplane.importers.inspect_eval import write_snapshots
-
     both = tmp_path / "logs"
     shutil.copytree(logs / "eval", both / "eval")
     shutil.copytree(logs / "graded", both / "graded")
     imported = import_inspect(str(both))
     # Inside the log directory: the snapshots' names are never taken for logs.
-    written = write_snapshots(imported, str(both / "snapshots"))
+    written = write_snapshot_files(imported.snapshots, str(both / "snapshots"))
     assert len(written) == 2
     assert all(Path(p).name.startswith("inspect-") for p in written)
     assert {read_snapshot(p).round_id.split("-")[0] for p in written} == {"arith", "graded"}
     again = import_inspect(str(both))
-    assert write_snapshots(again, str(both / "snapshots")) == written
+    assert write_snapshot_files(again.snapshots, str(both / "snapshots")) == written
 
 
 def test_bad_logs_are_refused_naming_the_file(logs: Path, tmp_path: Path) -> None:
@@ -288,19 +294,105 @@ def test_the_light_client_never_imports_inspect_and_says_which_extra_it_needs(
 ) -> None:
     code = (
         "import sys\n"
+        "from tuneplane.cli import main\n"
         "from tuneplane.importers import inspect_eval\n"
         "assert 'inspect_ai' not in sys.modules\n"
         "sys.modules['inspect_ai'] = None  # as on a machine without it\n"
-        "from tuneplane.importers.problems import ImportRefused\n"
-        "try:\n"
-        f"    inspect_eval.import_inspect({str(tmp_path)!r})\n"
-        "except ImportRefused as refused:\n"
-        "    print(refused)\n"
+        f"sys.exit(main(['import', 'inspect', {str(tmp_path)!r}, '--out', 'never']))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, cwd=tmp_path
     )
-    assert done.stdout.strip() == (
-        f"{tmp_path}: needs the inspect_ai package, which is not installed: "
-        "pip install 'tuneplane[inspect]'"
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"tuneplane: {tmp_path}: needs the inspect_ai package, which is not installed: "
+        "pip install 'tuneplane[inspect]'",
+        "tuneplane: nothing was written or uploaded",
+    ]
+    assert not (tmp_path / "never").exists()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tuneplane.cli", "import", "inspect", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
+
+
+def test_the_command_writes_a_snapshot_per_log_and_refuses_bad_logs_in_one_line(
+    logs: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "snapshots"
+    done = cli(str(logs / "graded"), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    (written,) = out.iterdir()
+    assert read_snapshot(str(written)).document["population"]["expected"] == 10
+    assert "10 planned trials, 10 with results (0 not yet reported)" in done.stderr
+    assert "1 snapshots written to" in done.stderr
+    bad = tmp_path / "2026-01-01T00-00-00-00-00_x_abc.eval"
+    bad.write_bytes(b"not a zip")
+    done = cli(str(bad), "--out", str(tmp_path / "never"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"tuneplane: {bad}: is not an Inspect .eval log (not a zip file: File is not a zip file)",
+        "tuneplane: nothing was written or uploaded",
+    ]
+    assert not (tmp_path / "never").exists()
+
+
+def test_an_import_uploads_inside_tuneplane_run_and_the_round_shows_its_trials(
+    logs: Path, server: Server, tmp_path: Path
+) -> None:
+    run = f"inspect-upload-{tmp_path.name}"
+    out = tmp_path / "snapshots"
+    script = (
+        f"$TUNEPLANE import inspect {shlex.quote(str(logs / 'eval'))} --out {out} --upload && "
+        f"$TUNEPLANE import upload {out}"
+    )
+    done = job(server, run, script)
+    assert done.returncode == 0, done.stderr
+    (snapshot,) = read_snapshots([str(out)])
+    found = rounds(server, run)
+    assert list(found) == [snapshot.round_id]
+    shown = found[snapshot.round_id]
+    assert shown["expected"] == 8
+    assert shown["task"] == {"name": "arith", "version": "2"}
+    assert sorted(shown["digests"]) == ["cohort", "dataset", "settings", "verifier"]
+    counts = shown["counts"]
+    assert (counts["success"], counts["failure"], counts["infra_error"]) == (4, 2, 2)
+    assert shown["not_yet_reported"]["value"] == 0
+    page = trials(server, run, snapshot.round_id)
+    assert {t: page[t]["status"] for t in OUTCOMES} == {t: s for t, (s, _) in OUTCOMES.items()}
+    boom = page["boom-r1"]
+    assert (boom["status"], boom["error_type"], boom["reason_code"]) == (
+        "infra_error",
+        "RuntimeError",
+        "sample_error",
+    )
+    assert boom["reason"] == "RuntimeError('the sandbox went away')"
+    history = server.get(
+        f"/api/v1/projects/{PROJECT}/runs/{run}/evaluation/{snapshot.round_id}/trials/boom-r1"
+    )
+    assert len(history["attempts"]) == 2  # Inspect's retry, then the error it logged
+    index = trajectories(server, run, snapshot.round_id)
+    assert len(index) == 8
+    (item,) = [i for i in index if i["trial_id"] == "add-2-r0"]
+    stored = body(server, run, item)
+    assert [m["role"] for m in stored["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert stored["messages"][2]["tool_calls"][0]["name"] == "add"
+    assert [e["fields"]["checkpoint"] for e in events(server, run, CHECKPOINT_EVENT)] == [
+        "mockllm/model"
+    ]
+    (task,) = events(server, run, TASK_EVENT)
+    assert task["fields"]["verdict"] == "match"
+    # The replay of the same snapshot added nothing.
+    (replay,) = [line for line in done.stderr.splitlines() if "delivered:" in line][1:]
+    assert "(0 new," in replay, replay

@@ -1,5 +1,5 @@
-"""``tuneplane import trackio | harbor | lm-eval | nemo-rl | upload``: other tools' files
-read into snapshots (or the database), and delivered to the current run."""
+"""``tuneplane import trackio | harbor | lm-eval | inspect | nemo-rl | upload``: other
+tools' files read into snapshots (or the database), and delivered to the current run."""
 
 from __future__ import annotations
 
@@ -60,38 +60,56 @@ def _import_harbor(args: argparse.Namespace) -> int:
     return 0 if reporter is None else deliver(reporter, [snapshot], args.out)
 
 
-def _import_lm_eval(args: argparse.Namespace) -> int:
-    from tuneplane.importers.lm_eval import import_lm_eval, write_snapshots
+def _import_rounds(args: argparse.Namespace, command: str, read: Any, what: str) -> int:
+    """An import of one snapshot per round into ``--out``: ``read(path, text_samples=,
+    redactor=, progress=)`` gives the snapshots by file name and the warnings."""
     from tuneplane.importers.problems import ImportRefused
-    from tuneplane.importers.snapshot import summary
+    from tuneplane.importers.snapshot import summary, write_snapshot_files
     from tuneplane.importers.text import load_redactor
 
     text_samples = val_upload_samples()
-    reporter = job_reporter("import lm-eval") if args.upload else None
+    reporter = job_reporter(command) if args.upload else None
     if args.upload and reporter is None:
         return 2
     try:
         redactor = load_redactor(args.redactor) if args.redactor else None
-        imported = import_lm_eval(
-            args.path,
-            text_samples=text_samples,
-            redactor=redactor,
-            progress=progress("tasks read"),
+        snapshots, warnings = read(
+            args.path, text_samples=text_samples, redactor=redactor, progress=progress(what)
         )
-        written = write_snapshots(imported, args.out)
+        written = write_snapshot_files(snapshots, args.out)
     except ImportRefused as refused:
         if reporter is not None:
             reporter.close()
         return say_refused(refused)
-    for warning in imported.warnings:
+    for warning in warnings:
         print(f"tuneplane: warning: {warning}", file=sys.stderr)
-    for snapshot in imported.snapshots.values():
+    for snapshot in snapshots.values():
         for line in summary(snapshot):
             print(f"tuneplane: {line}", file=sys.stderr)
     print(f"tuneplane: {len(written)} snapshots written to {args.out}", file=sys.stderr)
     if reporter is None:
         return 0
-    return deliver(reporter, list(imported.snapshots.values()), args.out)
+    return deliver(reporter, list(snapshots.values()), args.out)
+
+
+def _import_lm_eval(args: argparse.Namespace) -> int:
+    from tuneplane.importers.lm_eval import import_lm_eval, named_snapshots
+
+    def read(path: str, **options: Any) -> Any:
+        imported = import_lm_eval(path, **options)
+        return named_snapshots(imported), imported.warnings
+
+    return _import_rounds(args, "import lm-eval", read, "tasks read")
+
+
+def _import_inspect(args: argparse.Namespace) -> int:
+    from tuneplane.importers.inspect_eval import import_inspect
+
+    def read(path: str, **options: Any) -> Any:
+        imported = import_inspect(path, **options)
+        return imported.snapshots, imported.warnings
+
+    return _import_rounds(args, "import inspect", read, "logs read")
 
 
 def _import_nemo_rl(args: argparse.Namespace) -> int:
@@ -188,6 +206,17 @@ def _add_trackio_import(sources: Any) -> None:
     trackio.set_defaults(handler=_import_trackio)
 
 
+def _add_rounds_import(sources: Any, name: str, path: tuple[str, str], **texts: str) -> Any:
+    """A source read into one snapshot per round: its path (metavar and help), --out,
+    --redactor and --upload."""
+    parser = sources.add_parser(name, **texts)
+    parser.add_argument("path", metavar=path[0], help=path[1])
+    parser.add_argument("--out", required=True, help="the directory to write snapshots to")
+    parser.add_argument("--redactor", help="module:function applied to all text first")
+    add_upload_flag(parser)
+    return parser
+
+
 def add_import_commands(commands: Any) -> None:
     parser = commands.add_parser("import", help="import other tools' evaluation results")
     sources = parser.add_subparsers(dest="import_command", required=True)
@@ -214,20 +243,26 @@ def add_import_commands(commands: Any) -> None:
         "--example-plan", action="store_true", help="print an example plan and exit"
     )
     harbor.set_defaults(handler=_import_harbor)
-    lm_eval = sources.add_parser(
+    lm_eval = _add_rounds_import(
+        sources,
         "lm-eval",
+        ("DIR", "lm_eval's --output_path (or one results_*.json in it)"),
         help="an lm-eval run's results and samples, into one snapshot per task",
         description="Read an lm-eval output directory (results_*.json and the "
         "samples_<task>_*.jsonl beside it, docs/import.md) into one snapshot per task: one "
         "trial per document.",
     )
-    lm_eval.add_argument(
-        "path", metavar="DIR", help="lm_eval's --output_path (or one results_*.json in it)"
-    )
-    lm_eval.add_argument("--out", required=True, help="the directory to write snapshots to")
-    lm_eval.add_argument("--redactor", help="module:function applied to all text first")
-    add_upload_flag(lm_eval)
     lm_eval.set_defaults(handler=_import_lm_eval)
+    inspect = _add_rounds_import(
+        sources,
+        "inspect",
+        ("LOG_DIR", "Inspect's --log-dir (or one .eval or .json log)"),
+        help="Inspect AI logs (.eval, .json), into one snapshot per log",
+        description="Read Inspect AI's logs through Inspect's own reader (the extra "
+        "tuneplane[inspect], docs/import.md) into one snapshot per log: one trial per sample "
+        "and epoch, a verdict only from a binary score.",
+    )
+    inspect.set_defaults(handler=_import_inspect)
     nemo_rl = sources.add_parser(
         "nemo-rl",
         help="NeMo-RL step files: training rollouts and validation rounds, into snapshots",

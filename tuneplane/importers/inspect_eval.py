@@ -32,7 +32,6 @@ from tuneplane.importers.snapshot import (
     assemble,
     check_snapshot,
     round_prefix,
-    write_snapshot_files,
 )
 from tuneplane.importers.text import Redactor, RedactorFailed, kept_text
 
@@ -137,7 +136,10 @@ def _attempts(sample: Any, scorer: str | None) -> list[tuple[dict[str, Any], dic
         error_type, message = _error(error)
         result = _result(tid, retry, "infra_error", None, (message, "sample_error", error_type))
         attempts.append(
-            (result, {**base, "retry": retry, "status": "infra_error", "reason": message})
+            (
+                result,
+                {**base, "retry": retry, "status": "infra_error", "reason": message, "notes": []},
+            )
         )
     retry = len(attempts)
     why: tuple[str, str, str | None]
@@ -156,6 +158,7 @@ def _attempts(sample: Any, scorer: str | None) -> list[tuple[dict[str, Any], dic
         "status": status,
         "reason": why[0],
         "scores": {k: value_text(s.value, 200) for k, s in (sample.scores or {}).items()},
+        "notes": [] if sample.limit is None else [f"hit its {sample.limit.type} limit"],
         "limit": None if sample.limit is None else f"{sample.limit.type} {sample.limit.limit}",
         "total_time": sample.total_time,
         "working_time": sample.working_time,
@@ -315,8 +318,3 @@ def import_inspect(
     if problems:
         raise ImportRefused(problems)
     return InspectImport(snapshots, tuple(warnings))
-
-
-def write_snapshots(imported: InspectImport, out: str) -> list[str]:
-    """Each log's snapshot as ``OUT/<log name>.json`` (:func:`write_snapshot_files`)."""
-    return write_snapshot_files(imported.snapshots, out)

@@ -29,7 +29,6 @@ from tuneplane.importers.snapshot import (
     assemble,
     check_snapshot,
     round_prefix,
-    write_snapshot_files,
 )
 from tuneplane.importers.text import Redactor, RedactorFailed, kept_text
 
@@ -419,11 +418,9 @@ def import_lm_eval(
     return LmEvalImport(snapshots, tuple(warnings))
 
 
-def write_snapshots(imported: LmEvalImport, out: str) -> list[str]:
-    """Each task's snapshot as ``OUT/<task>.json`` (:func:`write_snapshot_files`)."""
+def named_snapshots(imported: LmEvalImport) -> dict[str, Snapshot]:
+    """Each task's snapshot by its file name, ``<task>.json``."""
     names = {task: f"{round_prefix(task, 'lm-eval')}.json" for task in imported.snapshots}
     if len(set(names.values())) < len(names):
-        raise ImportRefused([Problem(out, "", "two tasks' names make the same file name")])
-    return write_snapshot_files(
-        {names[task]: snapshot for task, snapshot in imported.snapshots.items()}, out
-    )
+        raise ImportRefused([Problem("--out", "", "two tasks' names make the same file name")])
+    return {names[task]: snapshot for task, snapshot in imported.snapshots.items()}
