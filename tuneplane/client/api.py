@@ -223,14 +223,16 @@ def _from_arrow(pyarrow: Any, content: bytes, arrays: bool) -> dict[str, Series]
     for metric, parts in batches.items():
         table = pyarrow.Table.from_batches(parts)
         step = table.column("step").to_numpy()
-        order = np.argsort(step, kind="stable")
-        value = table.column("value").to_numpy()[order]
-        time = table.column("time").to_numpy()[order]  # null (no time) reads as NaN
+        value = table.column("value").to_numpy()
+        time = table.column("time").to_numpy()  # null (no time) reads as NaN
+        if len(parts) > 1 and not (step[1:] >= step[:-1]).all():
+            order = np.argsort(step, kind="stable")
+            step, value, time = step[order], value[order], time[order]
         if arrays:
-            found[metric] = Series(step[order], value, time)
+            found[metric] = Series(step, value, time)
         else:
             times = [None if t != t else t for t in time.tolist()]
-            found[metric] = Series(step[order].tolist(), value.tolist(), times)
+            found[metric] = Series(step.tolist(), value.tolist(), times)
     return found
 
 

@@ -207,7 +207,8 @@ def _json_array(items: Any) -> Iterator[bytes]:
 def arrow_schema() -> pa.Schema:
     import pyarrow as pa
 
-    names = pa.dictionary(pa.int32(), pa.utf8())
+    # A batch names one run and one metric: a one-entry dictionary, a byte a row.
+    names = pa.dictionary(pa.int8(), pa.utf8())
     return pa.schema(
         [
             pa.field("run", names, nullable=False),
@@ -255,7 +256,7 @@ def _batch(schema: pa.Schema, names: tuple[pa.Array, pa.Array], *columns: Any) -
     import numpy as np
     import pyarrow as pa
 
-    indices = pa.array(np.zeros(len(columns[0]), dtype=np.int32))
+    indices = pa.array(np.zeros(len(columns[0]), dtype=np.int8))
     labels = [pa.DictionaryArray.from_arrays(indices, dictionary) for dictionary in names]
     arrays = [pa.array(c) if isinstance(c, np.ndarray) else c for c in columns]
     return pa.record_batch([*labels, *arrays], schema=schema)

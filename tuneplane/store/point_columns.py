@@ -50,6 +50,12 @@ def iter_pages(
     import numpy as np
 
     sql = Dialect(connection)
+    cursor = sql.cursor
+    if not sql.is_sqlite:
+        # Binary results: PostgreSQL's bytea arrives as bytes, not hex text to decode.
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        cursor = driver.cursor(binary=True)
     lo, hi = start or 0, STEP_MAX if end is None else end
     # The first page starts at the block holding ``lo`` (or the last one before it).
     where = (
@@ -58,7 +64,7 @@ def iter_pages(
     )
     params: list[Any] = [metric_id, lo, lo]
     while True:
-        sql.cursor.execute(
+        cursor.execute(
             sql.sql(
                 "SELECT first_step, steps, vals, times FROM point_block_data "
                 f"WHERE metric_id = ? AND {where} AND first_step <= ? "
@@ -66,7 +72,7 @@ def iter_pages(
             ),
             [metric_id, *params, hi],
         )
-        rows = sql.cursor.fetchall()
+        rows = cursor.fetchall()
         if not rows:
             return
         page = ColumnPage(
