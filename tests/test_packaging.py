@@ -69,3 +69,17 @@ def test_the_runner_runs_a_command_without_the_server_packages(light: Path) -> N
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "trained" in done.stdout
+
+
+def test_the_inspect_import_says_what_to_install(light: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(light / "bin" / "tuneplane"), "import", "inspect", str(tmp_path),
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=60, cwd=light,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"tuneplane: {tmp_path}: needs the inspect_ai package, which is not installed: "
+        "pip install 'tuneplane[inspect]'",
+        "tuneplane: nothing was written or uploaded",
+    ]
