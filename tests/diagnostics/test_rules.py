@@ -132,6 +132,8 @@ def test_divergence_and_throughput_collapse_need_enough_points() -> None:
         "32768",
         "train/loss=0.412 grad_norm=1.2 lr=1e-5",
         "WARNING: No such file or directory for optional plugin, continuing",
+        "config: {'model': 'llama', 'preemption': False, 'max_grad_norm': 1.0}",
+        '{"preempted": 0, "timeout_minutes": 30}',
     ],
 )
 def test_near_misses_are_not_failures(line: str) -> None:
@@ -139,8 +141,9 @@ def test_near_misses_are_not_failures(line: str) -> None:
 
 
 def test_the_surest_findings_come_first_and_the_exception_last() -> None:
+    # The NCCL error first: an exception before it would be what it follows (see below).
     text = (
-        CHAINED + "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error"
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error\n" + CHAINED
     )
     found = codes(Evidence(lines=lines(text), exit_code=143))
     assert found[0] == "nccl_error"
@@ -272,3 +275,29 @@ def test_only_the_exit_code_and_the_last_line_known_is_said_as_such() -> None:
     (killed,) = diagnose(Evidence(exit_code=134))
     assert "SIGABRT" in killed.detail
     assert diagnose(Evidence(lines=lines(text), exit_code=0)) == []
+
+
+def test_a_bug_on_one_rank_comes_before_the_other_ranks_timeouts() -> None:
+    bug = """\
+[rank2]: Traceback (most recent call last):
+[rank2]:   File "/job/reward.py", line 18, in format_reward
+[rank2]:     return 1.0 if parsed['answer'] == ref else 0.0
+[rank2]: KeyError: 'answer'"""
+    found = codes(Evidence(lines=lines(bug + "\n" + KILLED_THEN_TIMEOUTS), exit_code=1))
+    assert found[:2] == ["python_exception", "nccl_timeout"]
+    # A cause said in as many words still comes first, and an exception after the
+    # timeouts (their own fallout) stays last.
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    first = codes(Evidence(lines=lines(oom + "\n" + bug + "\n" + KILLED_THEN_TIMEOUTS)))[0]
+    assert first == "cuda_oom"
+    after = codes(Evidence(lines=lines(KILLED_THEN_TIMEOUTS + "\n" + bug)))
+    assert after[0] == "nccl_timeout"
+    assert after[-1] == "python_exception"
+
+
+def test_of_two_findings_on_one_line_the_more_specific_comes_first() -> None:
+    line = (
+        "FileNotFoundError: Couldn't find a dataset script at /data/x/x.py or any data file in "
+        "the same directory."
+    )
+    assert codes(Evidence(lines=lines(line)))[:2] == ["dataset_error", "missing_file"]

@@ -1,6 +1,8 @@
 """Failures recognised by what the tools print: one table, each entry a finding's code,
 what it is called, how sure a match makes us, the lines that show it, the lines that look
-alike but are not it, and the next thing to try."""
+alike but are not it, and the next thing to try. Where two entries match one line, the
+earlier in the table is said first: the more specific comes before the more general (a
+dataset's FileNotFoundError is a dataset error before it is a missing file)."""
 
 from __future__ import annotations
 
@@ -313,32 +315,6 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         ),
     ),
     Pattern(
-        "missing_file",
-        "A file or checkpoint was not found",
-        "likely",
-        _any(
-            r"FileNotFoundError",
-            r"No such file or directory",
-            r"does not appear to have a file named",
-            r"is not a local folder and is not a valid model identifier",
-            r"Can't load (the )?(model|config|weights)",
-            r"[Cc]heckpoint .*(not found|does not exist)",
-            r"Error no file named",
-            r"EntryNotFoundError|RepositoryNotFoundError|RevisionNotFoundError",
-        ),
-        "Check the path the job was given (relative to its working directory), that the "
-        "checkpoint was fully written and is mounted on this node, and the model name.",
-        unless=re.compile(r"ldconfig|Warning|warning:|WARNING"),
-        anchors=(
-            "NotFoundError",
-            "No such file",
-            "OSError",
-            "Can't load",
-            "Checkpoint",
-            "Error no file",
-        ),
-    ),
-    Pattern(
         "dataset_error",
         "The dataset could not be loaded or read",
         "likely",
@@ -406,6 +382,32 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         ),
     ),
     Pattern(
+        "missing_file",
+        "A file or checkpoint was not found",
+        "likely",
+        _any(
+            r"FileNotFoundError",
+            r"No such file or directory",
+            r"does not appear to have a file named",
+            r"is not a local folder and is not a valid model identifier",
+            r"Can't load (the )?(model|config|weights)",
+            r"[Cc]heckpoint .*(not found|does not exist)",
+            r"Error no file named",
+            r"EntryNotFoundError|RepositoryNotFoundError|RevisionNotFoundError",
+        ),
+        "Check the path the job was given (relative to its working directory), that the "
+        "checkpoint was fully written and is mounted on this node, and the model name.",
+        unless=re.compile(r"ldconfig|Warning|warning:|WARNING"),
+        anchors=(
+            "NotFoundError",
+            "No such file",
+            "OSError",
+            "Can't load",
+            "Checkpoint",
+            "Error no file",
+        ),
+    ),
+    Pattern(
         "nan_loss",
         "The loss or the gradients became NaN or infinite",
         "likely",
@@ -443,7 +445,8 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         ),
         "Resume from the last checkpoint (tuneplane run resumes the run and continues its "
         "steps); checkpoint more often on preemptible nodes, or ask for a longer time limit.",
-        unless=re.compile(r"preempt(ed|ion)\s*[=:]\s*(false|0|none)", _I),
+        # A setting, not an event: preemption=false, "preempted": 0, 'preemption': False.
+        unless=re.compile(r"preempt\w*['\"]?\s*[=:]\s*['\"]?(false|0|none|no)\b", _I),
         anchors=("PREEMPT", "preempt", "Preempt", "SIGTERM", "Signal", "Spot", "Low-priority"),
     ),
     Pattern(

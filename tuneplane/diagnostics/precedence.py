@@ -10,7 +10,9 @@ errors, a traceback while shutting down), so findings are put in this order:
    worth saying, but tuneplane's sender never stops a job;
 4. what is merely ``possible`` (a SIGTERM's exit code, a loss that rose, a throughput that
    fell), the first in the log first;
-5. the Python exception: it says where, the others say why.
+5. the Python exception: it says where, the others say why. But when nothing is said in
+   as many words (no finding of 1.) and the exception came before the fallout, it is what
+   the fallout follows (a bug on one rank, then the others' timeouts): it comes first.
 
 One finding also removes another it explains: a scheduler's time limit removes the
 SIGTERM's ``preempted``.
@@ -51,4 +53,18 @@ def ordered(findings: list[Finding], exception: Finding | None) -> list[Finding]
     dropped = {explained for explainer, explained in EXPLAINS if explainer in codes}
     kept = [finding for finding in findings if finding.code not in dropped]
     result = sorted(kept, key=_rank)
-    return result + ([exception] if exception is not None else [])
+    if exception is None:
+        return result
+    if _explains_fallout(exception, result):
+        return [exception, *result]
+    return [*result, exception]
+
+
+def _explains_fallout(exception: Finding, findings: list[Finding]) -> bool:
+    """No cause said in as many words, and the exception line before every fallout line
+    (an NCCL error raised as an exception is the fallout's own line, not before it)."""
+    if any(_rank(finding)[0] == 0 for finding in findings):
+        return False
+    fallout = [_first_line(finding) for finding in findings if finding.code in FALLOUT]
+    said = exception.citations[-1].line
+    return bool(fallout) and said is not None and said < min(fallout)

@@ -34,9 +34,11 @@ _CHAINED = re.compile(r"The above exception was the direct cause|During handling
 _HEADER = "Traceback (most recent call last)"
 _RAISE = re.compile(r"^\s+raise\b")
 #: Exceptions that only ever follow a failure elsewhere: a launcher's report of its child
-#: (torchrun, torch.multiprocessing), the other ranks losing their peer, a stop signal.
+#: (torchrun, torch.multiprocessing, accelerate launch's subprocess), the other ranks losing
+#: their peer, a stop signal.
 _FALLOUT = re.compile(
-    r"(ChildFailedError|ProcessRaisedException|ProcessExitedException|DistBackendError|"
+    r"(ChildFailedError|ProcessRaisedException|ProcessExitedException|CalledProcessError|"
+    r"DistBackendError|"
     r"DistNetworkError|DistStoreError|SignalException|KeyboardInterrupt|BrokenPipeError|"
     r"ConnectionResetError|SystemExit)$"
 )
