@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlparse
 
+import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.dashboard.pages import charts, open_ready
-from tests.dashboard.seed import SDK_PROJECT, Seeded
+from tests.dashboard.seed import SDK_PROJECT, Seeded, post_scalars, start_sdk_run
 from tests.dashboard.seed_groups import BASELINE, GROUP, SEEDS, STEPS, seed_groups
 
 COMPARE = f"/compare?project={SDK_PROJECT}&runs={','.join([*SEEDS, BASELINE])}"
@@ -117,3 +118,29 @@ def test_groups_follow_the_x_axis_metric_and_a_zoom(page: Page, grouped: None) -
     zoomed = [query for query in asked if "start" in query]
     assert zoomed, asked
     assert (zoomed[-1]["start"], zoomed[-1]["end"]) == (["100"], ["200"])
+
+
+def test_a_group_follows_its_runs_live_points(page: Page, seeded: Seeded) -> None:
+    tokens = {}
+    for run in ("live-a", "live-b"):
+        tokens[run] = start_sdk_run(seeded.base, seeded.admin_key, run)
+        renamed = httpx.patch(
+            f"{seeded.base}/api/v1/projects/{SDK_PROJECT}/runs/{run}",
+            json={"group": "live-g"},
+            headers={"Authorization": f"Bearer {seeded.admin_key}"},
+        )
+        assert renamed.status_code == 200, renamed.text
+        steps = list(range(50))
+        body = {"series": [{"name": "train/loss", "steps": steps, "values": [1.0] * 50}]}
+        post_scalars(seeded.base, tokens[run], body)
+    key = f"group:{SDK_PROJECT}/live-g"
+    open_ready(page, f"/compare?project={SDK_PROJECT}&runs=live-a,live-b&groups=1")
+    wait_keys(page, {key})
+    assert charts(page)["train/loss"]["runs"][key] == 50
+    # Ten more steps of one run: the group's mean reaches them, one run there.
+    more = {"series": [{"name": "train/loss", "steps": list(range(50, 60)), "values": [3.0] * 10}]}
+    post_scalars(seeded.base, tokens["live-a"], more)
+    page.wait_for_function(
+        "(key) => window.__tuneplane.charts['train/loss'].runs[key] === 60", arg=key
+    )
+    assert charts(page)["train/loss"]["lastStep"][key] == 59
