@@ -35,6 +35,14 @@ class Server:
             base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=30
         )
 
+    @classmethod
+    def opened(cls, base: str, data: Path) -> Server:
+        """The server at ``base`` with the admin key of its data directory, and a project."""
+        server = cls(base, (data / "admin.key").read_text().strip())
+        made = server.http.post(f"/api/v1/projects/{PROJECT}/runs", json={"run": "seed"})
+        assert made.status_code == 201, made.text
+        return server
+
     def launch(self, body: dict[str, Any], key: str | None = None) -> httpx.Response:
         headers = {"Idempotency-Key": key} if key else {}
         return self.http.post(LAUNCH, json=body, headers=headers)
@@ -80,9 +88,7 @@ def server(database_url: str, tmp_path: Path) -> Iterator[Server]:
     with running_server(
         "--database-url", database_url, env=env, output=tmp_path / "server.log"
     ) as base:
-        server = Server(base, (tmp_path / "data" / "admin.key").read_text().strip())
-        made = server.http.post(f"/api/v1/projects/{PROJECT}/runs", json={"run": "seed"})
-        assert made.status_code == 201, made.text
+        server = Server.opened(base, tmp_path / "data")
         yield server
         server.http.close()
     # The server stopped: no job of it is left running.

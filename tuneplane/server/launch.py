@@ -297,6 +297,11 @@ def open_engines(settings: Settings) -> dict[str, Engine]:
     """The engines this server drives, by name: local always, the others when the
     settings configure them."""
     engines: dict[str, Engine] = {"local": LocalEngine()}
+    if settings.ray_address is not None:
+        # Imported only here: the ray package is an extra, and heavy to import.
+        from tuneplane.launch.engines.ray import RayEngine
+
+        engines["ray"] = RayEngine(settings.ray_address)
     return engines
 
 

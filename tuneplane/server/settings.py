@@ -329,6 +329,13 @@ LAUNCH_MAX_JOBS: Final = Setting(
     "Jobs launched through the server that may be pending or running in one project at "
     "once; a submission beyond it is refused (429).",
 )
+RAY_ADDRESS: Final = Setting(
+    "TUNEPLANE_RAY_ADDRESS",
+    HTTP_URL,
+    None,
+    "The Ray cluster's dashboard address, such as http://ray-head:8265, where its job "
+    'submission API is: recipes with engine = "ray" run there. Unset: no Ray engine.',
+)
 LAUNCH_MAX_GPUS: Final = Setting(
     "TUNEPLANE_LAUNCH_MAX_GPUS",
     integer(0, GPUS_MAX, "GPUs"),
@@ -441,6 +448,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     RECIPES_DIR,
     LAUNCH_MAX_JOBS,
     LAUNCH_MAX_GPUS,
+    RAY_ADDRESS,
     *_OIDC_SETTINGS,
 )
 
@@ -495,6 +503,7 @@ class Settings:
     recipes_dir: Path | None = None
     launch_max_jobs: int = LAUNCH_MAX_JOBS_DEFAULT
     launch_max_gpus: int = LAUNCH_MAX_GPUS_DEFAULT
+    ray_address: str | None = None
 
     @classmethod
     def from_env(
@@ -539,6 +548,7 @@ class Settings:
             recipes_dir=reader.get(RECIPES_DIR),
             launch_max_jobs=reader.read(LAUNCH_MAX_JOBS),
             launch_max_gpus=reader.read(LAUNCH_MAX_GPUS),
+            ray_address=reader.get(RAY_ADDRESS),
         )
         reader.done()
         return settings

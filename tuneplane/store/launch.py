@@ -148,7 +148,8 @@ def set_state(
     if engine_id is not None:
         values["engine_id"] = engine_id
     if state == "running":
-        values["started_at"] = now
+        # Once: an engine that finds a running job again after a restart says so again.
+        values["started_at"] = func.coalesce(launch_jobs.c.started_at, now)
     elif state not in ACTIVE_JOB_STATES:
         values.update(ended_at=now, exit_code=exit_code)
     ended = connection.execute(
