@@ -14,7 +14,9 @@ connection, ``--repeat`` times after two untimed reads, three ways:
 
 Every answer is checked (point count, first and last step and value). Times are wall clock
 from the request to the decoded answer, median, fastest and 90th percentile; the machine's
-load average is recorded beside them, since the machine may be shared. Targets (issue 24):
+load average is recorded beside them, since the machine may be shared, and so is the CPU a
+read costs the server (with PostgreSQL's backends) and this client, which a crowded machine
+inflates far less than wall time. Targets (issue 24):
 25,000 points in at most 15 ms, 1,000,000 in at most 300 ms, end to end.
 
 Run it from the repository root (``pip install -e '.[test]'`` first)::
@@ -45,7 +47,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ingest_arena import DEFAULT_PG_URL, Server, machine, postgres_version, served_code
-from sdk_ingest import engine_store
+from sdk_ingest import database_cpu_seconds, engine_store
 
 import tuneplane
 
@@ -112,9 +114,13 @@ class Row:
     met: bool
     load_before: float
     load_after: float
+    #: CPU per read of the server (and PostgreSQL's backends) and of this client: on a shared
+    #: machine, what a read would take alone is about their sum
+    server_cpu_ms: float
+    client_cpu_ms: float
 
 
-def measure(engine: str, server: Server, key: str, repeat: int) -> list[Row]:
+def measure(engine: str, server: Server, store: list[str], key: str, repeat: int) -> list[Row]:
     rows = []
     headers = {"Authorization": f"Bearer {key}"}
     with httpx.Client(base_url=server.base, headers=headers, timeout=120) as client:
@@ -133,40 +139,57 @@ def measure(engine: str, server: Server, key: str, repeat: int) -> list[Row]:
             }
             times = max(3, repeat // (1 if points < 100_000 else 6))
             for way, read in ways.items():
-                rows.append(_timed(engine, run, points, way, read, times))
+                rows.append(_timed(engine, run, points, way, read, times, server, store))
                 print(f"  {engine} {run} {way}: median {rows[-1].median_ms:.1f} ms", flush=True)
         api.close()
     return rows
 
 
+def _cpu(server: Server, store: list[str]) -> float:
+    return server.cpu_seconds() + sum(database_cpu_seconds(store).values())
+
+
 def _timed(
-    engine: str, run: str, points: int, way: str, read: Callable[[], None], times: int
+    engine: str,
+    run: str,
+    points: int,
+    way: str,
+    read: Callable[[], None],
+    times: int,
+    server: Server,
+    store: list[str],
 ) -> Row:
     for _ in range(2):
         read()
     load = os.getloadavg()[0]
     spent = []
+    server_cpu, client_cpu = _cpu(server, store), time.process_time()
     for _ in range(times):
         began = time.perf_counter()
         read()
         spent.append((time.perf_counter() - began) * 1000)
+    client_cpu = (time.process_time() - client_cpu) * 1000 / times
+    server_cpu = (_cpu(server, store) - server_cpu) * 1000 / times
     spent.sort()
     median = statistics.median(spent)
     p90 = spent[min(len(spent) - 1, int(len(spent) * 0.9))]
     target = TARGET_MS[run]
     return Row(engine, run, points, way, times, round(median, 2), round(spent[0], 2),
-               round(p90, 2), target, median <= target, load, os.getloadavg()[0])  # fmt: skip
+               round(p90, 2), target, median <= target, load, os.getloadavg()[0],
+               round(server_cpu, 2), round(client_cpu, 2))  # fmt: skip
 
 
 def markdown(rows: list[Row]) -> str:
     lines = [
-        "| engine | points | way | median ms | fastest | p90 | target | met | load 1-min |",
-        "|---|---:|---|---:|---:|---:|---:|---|---|",
+        "| engine | points | way | median ms | fastest | p90 | target | met | server CPU ms "
+        "| client CPU ms | load 1-min |",
+        "|---|---:|---|---:|---:|---:|---:|---|---:|---:|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r.engine} | {r.points:,} | {r.way} | {r.median_ms:.1f} | {r.fastest_ms:.1f} "
             f"| {r.p90_ms:.1f} | {r.target_ms:.0f} | {'yes' if r.met else 'MISS'} "
+            f"| {r.server_cpu_ms:.1f} | {r.client_cpu_ms:.1f} "
             f"| {r.load_before:.1f}→{r.load_after:.1f} |"
         )
     return "\n".join(lines)
@@ -188,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     key = (data_dir / "admin.key").read_text().strip()
                     seed(server, key)
-                    rows += measure(engine, server, key, args.repeat)
+                    rows += measure(engine, server, store, key, args.repeat)
                 finally:
                     server.stop()
     print()
