@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -138,13 +139,17 @@ def measure(engine: str, store_args: list[str], trials: int, workdir: Path) -> l
     finally:
         server.stop()
     rows = [f"| {engine} | load {trials:,} results + retries | {seconds:.1f} s | | |"]
-    for name, figures in reads.items():
-        verdict = "met" if figures["median_ms"] <= TARGET_MS else "missed"
-        rows.append(
-            f"| {engine} | {name} | {figures['median_ms']:.1f} ms | {figures['p95_ms']:.1f} ms "
-            f"| {verdict} |"
-        )
+    rows += [timing_row(engine, name, figures, TARGET_MS) for name, figures in reads.items()]
     return rows
+
+
+def timing_row(engine: str, name: str, figures: dict[str, float], target_ms: float) -> str:
+    """A table row: the median and p95 of a read, and whether the median met its target."""
+    verdict = "met" if figures["median_ms"] <= target_ms else "missed"
+    return (
+        f"| {engine} | {name} | {figures['median_ms']:.1f} ms | {figures['p95_ms']:.1f} ms "
+        f"| {verdict} |"
+    )
 
 
 def main() -> int:
@@ -156,16 +161,25 @@ def main() -> int:
     info = machine()
     print("machine: " + ", ".join(f"{k} {v}" for k, v in info.items()))
     rows = ["| engine | read | median | p95 | ≤ 100 ms |", "|---|---|--:|--:|---|"]
-    with tempfile.TemporaryDirectory(prefix="tuneplane-eval-") as tmp:
-        workdir = Path(tmp)
-        if args.engine in ("sqlite", "both"):
-            with sqlite_store(workdir) as store:
-                rows += measure("sqlite", store, args.trials, workdir)
-        if args.engine in ("postgresql", "both"):
-            with postgres_store(args.pg_url) as store:
-                rows += measure("postgresql", store, args.trials, workdir)
+    rows += on_engines(args.engine, args.pg_url, lambda *a: measure(*a[:2], args.trials, a[2]))
     print("\n".join(rows))
     return 0
+
+
+def on_engines(
+    engine: str, pg_url: str, measure: Callable[[str, list[str], Path], list[str]]
+) -> list[str]:
+    """``measure(engine, store arguments, work directory)`` on SQLite, PostgreSQL or both."""
+    rows: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="tuneplane-eval-") as tmp:
+        workdir = Path(tmp)
+        if engine in ("sqlite", "both"):
+            with sqlite_store(workdir) as store:
+                rows += measure("sqlite", store, workdir)
+        if engine in ("postgresql", "both"):
+            with postgres_store(pg_url) as store:
+                rows += measure("postgresql", store, workdir)
+    return rows
 
 
 if __name__ == "__main__":

@@ -20,15 +20,17 @@ from typing import Any, Final
 
 Message = Mapping[str, Any]
 
-#: (rule name, pattern over a tool result's text), tried in order.
-FAILURE_PATTERNS: Final = (
-    ("traceback", re.compile(r"Traceback \(most recent call last\):")),
-    ("error_line", re.compile(r"\A\s*(?:\[?error\]?|exception|fatal)\b", re.IGNORECASE)),
-    (
-        "exit_code",
-        re.compile(r"\b(?:exit(?:ed with)? (?:code|status)|return ?code)[:= ]*[1-9]\d*\b", re.I),
-    ),
-    ("command_not_found", re.compile(r"\bcommand not found\b", re.IGNORECASE)),
+#: Each rule's pattern over a tool result's text (the rule's name is its group's).
+FAILURE_PATTERNS: Final = {
+    "traceback": r"Traceback \(most recent call last\):",
+    "error_line": r"\A\s*(?:\[?error\]?|exception|fatal)\b",
+    "exit_code": r"\b(?:exit(?:ed with)? (?:code|status)|return ?code)[:= ]*[1-9]\d*\b",
+    "command_not_found": r"\bcommand not found\b",
+}
+#: One pass over the text for every rule: a long transcript has hundreds of tool results.
+_FAILURE = re.compile(
+    "|".join(f"(?P<{name}>{pattern})" for name, pattern in FAILURE_PATTERNS.items()),
+    re.IGNORECASE,
 )
 _COMPARED: Final = ("role", "content", "reasoning", "tool_name")
 
@@ -72,7 +74,8 @@ def failure_rule(message: Message) -> str | None:
     text = message.get("content")
     if not isinstance(text, str):
         return None
-    return next((name for name, pattern in FAILURE_PATTERNS if pattern.search(text)), None)
+    found = _FAILURE.search(text)
+    return None if found is None else found.lastgroup
 
 
 def _caller(messages: Sequence[Message], before: int, call_id: str | None) -> int | None:
