@@ -21,7 +21,7 @@ from ray.util.state import list_actors
 from tests.launch.jobs import TINY, write_recipes
 from tests.launch.ray_cluster import ray_cluster
 from tests.launch.test_submit import LAUNCH, Server
-from tests.serving import running_server
+from tests.serving import free_port, running_server
 from tuneplane.contract import environment
 from tuneplane.launch.engines.base import JobSpec
 from tuneplane.launch.engines.ray import RayEngine, submission_id
@@ -97,6 +97,24 @@ def test_preview_judges_fleet_fit_by_what_the_cluster_reports(server: Server) ->
     assert fleet["status"] == "failed"
     assert fleet["reason"].startswith("too few CPUs (needs 64, has 2)")
     assert big.json()["submitted"] is False
+
+
+def test_a_cluster_that_does_not_answer_fails_the_check_request(tmp_path: Path) -> None:
+    """Never a report that passes without the engine's word: a 503 naming it, and nothing
+    stored or submitted."""
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    with _serve(nowhere, tmp_path / "data", _write_recipes(tmp_path / "recipes")) as base:
+        server = Server.opened(base, tmp_path / "data")
+        body = {"recipe": "ray_tiny", "run": "nowhere", "parameters": {"mode": "ok"}}
+        for answer in (server.http.post(f"{LAUNCH}/preview", json=body), server.launch(body)):
+            assert answer.status_code == 503, answer.text
+            assert "the ray engine did not answer" in answer.text
+            assert nowhere in answer.text
+        assert server.jobs() == []
+        # The local engine is asked on its own.
+        local = {"recipe": "tiny", "parameters": {"mode": "ok"}}
+        assert server.http.post(f"{LAUNCH}/preview", json=local).json()["ready"] is True
+        server.http.close()
 
 
 def test_a_ray_job_reports_points_logs_and_its_status_into_its_run(
