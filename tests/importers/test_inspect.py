@@ -18,7 +18,8 @@ import pytest
 from tests.client.runs import PROJECT, Server
 from tests.importers.inspect_logs import write_logs
 from tests.importers.jobs import body, events, job, rounds, trajectories, trials
-from tuneplane.importers.inspect_eval import import_inspect, sample_key
+from tuneplane.contract.ids import task_and_repeat
+from tuneplane.importers.inspect_eval import import_inspect, sample_key, trial_id
 from tuneplane.importers.inspect_protocol import SAMPLE_EVENT, TASK_EVENT
 from tuneplane.importers.problems import ImportRefused
 from tuneplane.importers.snapshot import (
@@ -283,6 +284,9 @@ def test_logs_are_read_only_up_to_their_limits(logs: Path, tmp_path: Path) -> No
 
 
 def test_sample_ids_that_are_no_ids_make_trial_ids_of_their_own() -> None:
+    # The sample is the trial's task and the epoch its repeat, as the server reads them.
+    assert task_and_repeat(trial_id("add-1", 2)) == ("add-1", 1)
+    assert task_and_repeat(trial_id("q-r1", 1)) == ("q-r1", 0)
     assert sample_key(7) == "7"
     assert sample_key("a/b c") != sample_key("a-b c")
     assert sample_key("a/b c").startswith("a-b-c-")

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from tuneplane.contract.ids import id_problem
+from tuneplane.contract.ids import derived_trial_id, id_problem
 from tuneplane.contract.limits import ID_MAX_CHARS, OBSERVATION_STRING_MAX_CHARS
 from tuneplane.contract.trajectories import evaluation_text_cap, selection_rank
 from tuneplane.importers.inspect_files import LogFile, find_logs, read_log
@@ -63,7 +63,8 @@ def sample_key(sample_id: object) -> str:
 
 
 def trial_id(sample_id: object, epoch: int) -> str:
-    return f"{sample_key(sample_id)}-r{epoch - 1}"
+    """The trial of a sample's epoch: the sample is the task, the epoch its repeat."""
+    return derived_trial_id(sample_key(sample_id), epoch - 1)
 
 
 def _binary(value: object) -> bool | None:
