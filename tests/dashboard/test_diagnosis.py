@@ -1,7 +1,8 @@
 """The run page's Diagnosis panel in a real browser against a real server, on SQLite and
 PostgreSQL: a failed attempt's findings with the lines and points they cite (as text, and
 linked to the log view and the chart), a re-run by an owner, none offered to a viewer, a
-diagnosis that finishes after the page opened, and a run without one showing nothing."""
+diagnosis that finishes after the page opened, a run without one showing nothing, and a
+diagnosis saying that the log it read was cut."""
 
 from __future__ import annotations
 
@@ -294,3 +295,23 @@ def test_a_failed_diagnosis_and_a_written_explanation_are_told_apart(
         "wrong."
     )
     assert (shown["text"], shown["bold"]) == ("<b>OOM</b> at step 41.", 0)
+
+
+def test_a_diagnosis_says_when_the_log_it_read_was_cut(browser: Browser, opened: World) -> None:
+    token = opened.start("gaps")
+    post_logs(opened.base, token, 0, OUTPUT)
+    # Seven lines the job numbered never reach the server.
+    post_logs(opened.base, token, len(OUTPUT) + 7, TRACEBACK, stream="stderr")
+    opened.status(token, {"status": "failed", "exit_code": 1})
+    page = opened.open(browser)
+    page.goto(run_page("gaps"))
+    expect(finding(page, "cuda_oom")).to_be_visible()
+    expect(page.locator(".diagnosis .diagnosis-cut")).to_have_text(
+        "The evidence was cut: 7 lines the job printed never reached the server. The findings "
+        "rest on what was read."
+    )
+    # A whole log: nothing said.
+    opened.fail(opened.start("whole"))
+    page.goto(run_page("whole"))
+    expect(finding(page, "cuda_oom")).to_be_visible()
+    expect(page.locator(".diagnosis .diagnosis-cut")).to_have_count(0)

@@ -1,6 +1,6 @@
 """The whole stored log is searched, not only its tail, on SQLite and PostgreSQL: a cause
 far from the end is found and says where it is, and a diagnosis says when the log it read
-was cut and how much."""
+was cut and how much (``log_cut`` and ``log``, beside a ``log_cut`` finding)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,10 @@ def test_an_oom_420_lines_before_the_end_is_found_and_says_where(api: TestClient
     assert f"(line {last})" in cuda["detail"]
     # The whole log was read: nothing says it was cut.
     assert all(f["code"] != "log_cut" for f in diagnosis["findings"])
+    assert diagnosis["log_cut"] is False
+    lines = len(head) + 420
+    assert diagnosis["log"] == {"cut": False, "lines": lines, "read": lines, "unread": 0,
+                                "missing": 0, "stopped": None}  # fmt: skip
 
 
 def test_a_log_longer_than_the_search_reads_says_how_much_was_not_read(
@@ -73,6 +77,10 @@ def test_a_log_longer_than_the_search_reads_says_how_much_was_not_read(
     assert "the log holds 1,502 lines and the search read the last 1,000" in detail
     assert "the first 502 were not read" in detail
     assert "10 lines the job printed never reached the server" in detail
+    # Said as a field of the diagnosis too, with how much was read.
+    assert diagnosis["log_cut"] is True
+    assert diagnosis["log"] == {"cut": True, "lines": 1502, "read": 1000, "unread": 502,
+                                "missing": 10, "stopped": None}  # fmt: skip
     kernel_cited = finding(diagnosis, "host_oom")["citations"][0]
     assert (kernel_cited["line"], kernel_cited["seq"], kernel_cited["text"]) == (1501, 1511, kernel)
 

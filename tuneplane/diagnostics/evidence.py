@@ -46,6 +46,19 @@ class LogExtent:
     def cut(self) -> bool:
         return self.searched < self.stored or self.missing > 0
 
+    def to_json(self) -> dict[str, Any]:
+        """What a diagnosis says of the log it read: ``cut``, the lines stored, the lines
+        read (the last ones), those not read, those that never arrived, and why the
+        search stopped."""
+        return {
+            "cut": self.cut,
+            "lines": self.stored,
+            "read": self.searched,
+            "unread": self.stored - self.searched,
+            "missing": self.missing,
+            "stopped": self.stopped,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Evidence:

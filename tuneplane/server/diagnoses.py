@@ -116,8 +116,9 @@ async def run_diagnosis(state: AppState, run_id: int, attempt: int, trigger: str
         state, run_id, attempt, "lost" if trigger == "lost" else "failed"
     )
     as_json = None if findings is None else [finding.to_json() for finding in findings]
+    extent = None if evidence is None or evidence.extent is None else evidence.extent.to_json()
     try:
-        await state.database.write(records.finish, diagnosis, as_json, error, key=run_id)
+        await state.database.write(records.finish, diagnosis, as_json, error, extent, key=run_id)
     except Exception as exc:
         logger.warning("tuneplane: diagnosis %d could not be recorded: %s", diagnosis, exc)
         return diagnosis
@@ -206,7 +207,9 @@ async def watch_lost_attempts(state: AppState) -> None:
 def list_diagnoses(request: Request, project: str, run: str) -> Response:
     """The run's diagnoses, newest first: each with its attempt, what triggered it, its
     state (``running``, ``done``, ``failed``), findings (code, title, confidence, detail,
-    next action, the log lines or metric points cited) or the error that stopped it."""
+    next action, the log lines or metric points cited) or the error that stopped it, and
+    ``log_cut`` with ``log``: whether the findings rest on less than the whole log, and
+    how much of it was read."""
     with app_state(request).database.connect() as connection:
         run_id = catalog.get_run(connection, project, run).id
         found = records.list_diagnoses(connection, run_id)

@@ -255,7 +255,9 @@ def finish(
     diagnosis: int,
     findings: list[dict[str, Any]] | None,
     error: str | None,
+    log: dict[str, Any] | None = None,
 ) -> None:
+    """The diagnosis done (or failed with ``error``), with how much of the log it read."""
     connection.execute(
         update(diagnoses)
         .where(diagnoses.c.id == diagnosis)
@@ -263,6 +265,7 @@ def finish(
             state="failed" if error is not None else "done",
             findings=findings,
             error=None if error is None else error[:_MESSAGE_MAX],
+            log=log,
             finished_at=time.time(),
         )
     )
@@ -319,6 +322,9 @@ def list_diagnoses(connection: Connection, run_id: int, limit: int = 20) -> list
             "findings": row.findings,
             "error": row.error,
             "explanation": row.explanation,
+            # Whether the findings rest on less than the whole log (None: not known yet).
+            "log_cut": None if row.log is None else bool(row.log.get("cut")),
+            "log": row.log,
             "created_at": row.created_at,
             "finished_at": row.finished_at,
         }

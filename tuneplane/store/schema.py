@@ -464,6 +464,8 @@ diagnoses = Table(
     Column("error", String(1024), nullable=True),
     # The optional language model's: {"state", "model", "text" or "error"}.
     Column("explanation", JSON, nullable=True),
+    # How much of the attempt's log the findings rest on (LogExtent.to_json()).
+    Column("log", JSON, nullable=True),
     Column("created_at", Float, nullable=False),
     Column("finished_at", Float, nullable=True),
 )

@@ -41,6 +41,7 @@ export function diagnosisBody(diagnosis, ref, run, onLine = null) {
         (later ? ` (the run is now on attempt ${run.attempt})` : ""),
     }),
     stateLine(diagnosis),
+    cutLine(diagnosis),
     diagnosis.findings?.length
       ? h(
           "ol",
@@ -73,6 +74,27 @@ function stateLine(diagnosis) {
       : "done: no rule recognised this failure; the logs may still say what happened.",
   });
 }
+
+/** When the findings rest on less than the whole log: how much of it was read. */
+function cutLine(diagnosis) {
+  const log = diagnosis.log;
+  if (!diagnosis.log_cut || !log) return null;
+  const said = [];
+  if (log.unread > 0) {
+    said.push(
+      `the log holds ${fmtCount(log.lines)} lines and the last ${fmtCount(log.read)} were read ` +
+        `(${fmtCount(log.unread)} not read${log.stopped ? `: ${log.stopped}` : ""})`,
+    );
+  }
+  if (log.missing > 0) said.push(`${fmtCount(log.missing)} lines the job printed never reached the server`);
+  return h("p", {
+    class: "diagnosis-cut",
+    role: "note",
+    text: `The evidence was cut: ${said.join("; ")}. The findings rest on what was read.`,
+  });
+}
+
+const fmtCount = (n) => Number(n).toLocaleString("en-US");
 
 function findingItem(finding, attempt, ref, onLine) {
   return h(
