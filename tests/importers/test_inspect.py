@@ -261,6 +261,13 @@ def test_bad_logs_are_refused_naming_the_file(logs: Path, tmp_path: Path) -> Non
     (tmp_path / "odd" / the_log(logs, "json").name).write_text(json.dumps(stranger))
     (problem,) = refusal(tmp_path / "odd")
     assert "samples: 1 samples the evaluation did not plan, e.g. 'stranger-r" in problem
+    twice = json.loads(the_log(logs, "json").read_text())
+    (first, second) = [s for s in twice["samples"] if s["epoch"] == 1][:2]
+    second["id"] = first["id"]
+    (tmp_path / "twice").mkdir()
+    (tmp_path / "twice" / the_log(logs, "json").name).write_text(json.dumps(twice))
+    (problem,) = refusal(tmp_path / "twice")
+    assert problem.endswith(f"samples: two samples make trial '{first['id']}-r0'")
 
 
 def test_logs_are_read_only_up_to_their_limits(logs: Path, tmp_path: Path) -> None:

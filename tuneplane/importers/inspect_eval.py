@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -206,7 +207,7 @@ def _expected(file: LogFile, planned: list[str] | None, warnings: list[str]) -> 
 
 def _cohort_problems(file: LogFile, planned: list[str] | None, seen: list[str]) -> list[Problem]:
     problems = []
-    doubles = sorted({t for t in seen if seen.count(t) > 1})
+    doubles = sorted(t for t, n in Counter(seen).items() if n > 1)
     if doubles:
         problems.append(Problem(file.path, "samples", f"two samples make trial {doubles[0]!r}"))
     if planned is not None:
