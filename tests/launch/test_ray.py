@@ -38,11 +38,16 @@ def cluster() -> Iterator[str]:
 
 def _write_recipes(directory: Path) -> Path:
     """The launch tests' recipes, and the tiny one on Ray: as it is, asking more CPUs than
-    the cluster has, and with a time limit."""
+    the cluster has, with a time limit; and one listing its git source's files."""
     write_recipes(directory)
     (directory / "ray_tiny.toml").write_text(RAY_TINY)
     (directory / "ray_big.toml").write_text(RAY_TINY + "\n[resources]\ncpus = 64\n")
     (directory / "ray_short.toml").write_text(RAY_TINY + "\n[resources]\ntime_minutes = 0.05\n")
+    listing = """command = ["python", "-c", 'import os; print("files", sorted(os.listdir()))']"""
+    from_git = (directory / "from_git.toml").read_text()
+    from_git = from_git.replace('engine = "local"', 'engine = "ray"')
+    from_git = from_git.replace('command = ["python", "job.py", "{mode}"]', listing)
+    (directory / "ray_git.toml").write_text(from_git)
     return directory
 
 
@@ -127,6 +132,8 @@ def test_a_ray_job_reports_points_logs_and_its_status_into_its_run(
     # A retried submission answers the same job and starts nothing.
     again = server.launch(body, key="ray-1")
     assert (again.status_code, again.json()["job"]["id"]) == (200, job["id"])
+    listing = server.launch({"recipe": "ray_git", "run": "ray-git", "parameters": {"mode": "ok"}})
+    assert listing.status_code == 201, listing.text
     done = server.wait(job["id"], "succeeded", timeout=120)
     assert (done["engine"], done["exit_code"], done["attempt_status"]) == ("ray", 0, "succeeded")
     assert done["engine_id"].startswith(f"tuneplane-{job['id']}-")
@@ -134,6 +141,9 @@ def test_a_ray_job_reports_points_logs_and_its_status_into_its_run(
     run = server.run("ray-ok")
     assert (run["status"], run["attempt"], run["point_count"]) == ("succeeded", 1, 3)
     assert "job ok says hello" in server.logs("ray-ok")
+    # A git source is checked out, uploaded without its history, and removed here.
+    server.wait(listing.json()["job"]["id"], "succeeded", timeout=120)
+    assert "files ['job.py']" in server.logs("ray-git")
 
 
 def test_a_failing_ray_job_fails_with_its_exit_code(server: Server) -> None:

@@ -167,7 +167,12 @@ class RayEngine:
             client.submit_job(
                 entrypoint=shlex.join(runner),
                 submission_id=name,
-                runtime_env={"working_dir": str(spec.cwd), "env_vars": env_vars},
+                # A checkout's history stays here: the commit is in the check record.
+                runtime_env={
+                    "working_dir": str(spec.cwd),
+                    "excludes": [".git"],
+                    "env_vars": env_vars,
+                },
                 metadata=metadata,
                 **resources,
             )
