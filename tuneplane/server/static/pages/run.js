@@ -93,7 +93,8 @@ async function chartsPage(wanted, { single }) {
     group: run.group ?? null,
   }));
   const runs = new Map(refs.map((ref, i) => [ref.key, found[i]]));
-  let view = readView();
+  // Groups are drawn as one in a comparison only.
+  let view = single ? { ...readView(), groups: false } : readView();
   debug.page = single ? "run" : "compare";
 
   const head = h("div");
