@@ -512,6 +512,11 @@ SDK_CASES = [
         "-1",
         "TUNEPLANE_JOB_NEXT_STEP='-1': must be a whole number from 0 to 9223372036854775807",
     ),
+    (
+        "TUNEPLANE_JOB_ATTEMPT_KEY",
+        "a key",
+        "TUNEPLANE_JOB_ATTEMPT_KEY='a key': must be 1-128 ASCII letters, digits, '_' or '-'",
+    ),
     ("TUNEPLANE_FLUSH_TIMEOUT", "nan", f"TUNEPLANE_FLUSH_TIMEOUT='nan': {SECONDS}"),
     ("TUNEPLANE_QUEUE_MAX_POINTS", "thirty", f"TUNEPLANE_QUEUE_MAX_POINTS='thirty': {POINTS}"),
     (

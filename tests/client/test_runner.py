@@ -77,7 +77,8 @@ def test_exit_codes_follow_the_shell() -> None:
 
 def test_the_command_gets_the_job_environment_and_never_a_stale_one() -> None:
     options = build()
-    outer = {"PATH": "/bin", "TUNEPLANE_JOB_TOKEN": "tpi_outer", "TUNEPLANE_JOB_ATTEMPT": "9"}
+    outer = {"PATH": "/bin", "TUNEPLANE_JOB_TOKEN": "tpi_outer", "TUNEPLANE_JOB_ATTEMPT": "9",
+             "TUNEPLANE_JOB_ATTEMPT_KEY": "outer-key"}  # fmt: skip
     env = child_environment(outer, options, None)
     assert env == {"PATH": "/bin", "PYTHONUNBUFFERED": "1"}
 

@@ -115,10 +115,40 @@ def test_a_server_gone_mid_way_fails_the_upload_and_import_upload_completes_it(
     assert failed.read_text().strip() == "1", done.stderr
     refusal = next(line for line in done.stderr.splitlines() if "not delivered" in line)
     assert "2 of 2 trajectories not delivered (2 server unreachable)" in refusal, refusal
-    assert f"`tuneplane import upload {out}` retries it" in refusal
+    assert f"`tuneplane import upload {out} --project {PROJECT} --run {run} " in refusal
+    assert "retries it in execution attempt 1" in refusal
     # The retry added the trajectories and nothing twice, in the same execution.
     assert "5 events (0 new, 5 already there), 2 trajectories" in done.stderr
     assert_the_fixture_round_arrived(server, run, out, attempt=1)
+
+
+def test_the_retry_a_failed_upload_prints_lands_in_the_same_execution_attempt(
+    server: Server, tmp_path: Path
+) -> None:
+    run = f"harbor-retry-{tmp_path.name}"
+    script, out = harbor_script(tmp_path, "--upload")
+
+    def fate(request: bytes) -> Fate:  # the blob store, say, refuses every trajectory
+        return "cut" if request.startswith(b"POST /api/v1/ingest/trajectories") else "pass"
+
+    with proxy(server.base, fate) as url:
+        first = job(server, run, script, url=url)
+    assert first.returncode == 1, first.stderr
+    refusal = next(line for line in first.stderr.splitlines() if "not delivered" in line)
+    command = refusal.split("`")[1]
+    assert command.startswith(f"tuneplane import upload {out} --project {PROJECT} --run {run} ")
+    assert "retries it in execution attempt 1, run outside `tuneplane run`" in refusal
+    # Run as printed, later, outside any job, with the user's API key.
+    argv = [sys.executable, "-m", "tuneplane.cli", *shlex.split(command)[1:]]
+    env = runner_env(TUNEPLANE_URL=server.base, TUNEPLANE_API_KEY=server.key)
+    again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert f"delivering to {PROJECT}/{run}, execution attempt 1" in again.stderr
+    assert "5 events (0 new, 5 already there), 2 trajectories" in again.stderr
+    assert_the_fixture_round_arrived(server, run, out, attempt=1)
+    # The round was completed where it was, not delivered again into a new attempt.
+    answer = server.get(f"/api/v1/projects/{PROJECT}/runs/{run}/evaluation")
+    assert answer["execution_attempts"] == [1]
 
 
 def test_a_superseded_token_fails_the_upload_and_a_new_job_completes_it(

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 from tuneplane.cli.delivery import (
+    Resume,
     add_upload_flag,
     deliver,
     deliver_rollouts,
     job_reporter,
+    resumed_reporter,
     say_refused,
     val_upload_samples,
 )
@@ -147,7 +150,17 @@ def _import_upload(args: argparse.Namespace) -> int:
     from tuneplane.importers.problems import ImportRefused
     from tuneplane.importers.rollout_snapshot import read_all
 
-    reporter = job_reporter("import upload")
+    resume = None
+    if args.attempt_key is not None:  # a failed upload's retry, into its own attempt
+        if not (args.project and args.run):
+            print(
+                "tuneplane import upload: --attempt-key needs --project and --run", file=sys.stderr
+            )
+            return 2
+        resume = Resume(args.project, args.run, None, args.attempt_key)
+        reporter = resumed_reporter(resume, args.server, args.data_dir, "import upload")
+    else:
+        reporter = job_reporter("import upload")
     if reporter is None:
         return 2
     try:  # every snapshot is read and checked before anything is sent
@@ -156,7 +169,11 @@ def _import_upload(args: argparse.Namespace) -> int:
         reporter.close()
         return say_refused(refused, "uploaded")
     retry = " ".join(args.snapshots)
-    return deliver_rollouts(reporter, rollouts, retry) or deliver(reporter, snapshots, retry)
+    if resume is not None:
+        resume = replace(resume, attempt=reporter.attempt)
+    return deliver_rollouts(reporter, rollouts, retry, resume) or deliver(
+        reporter, snapshots, retry, resume
+    )
 
 
 def _import_trackio(args: argparse.Namespace) -> int:
@@ -285,5 +302,22 @@ def add_import_commands(commands: Any) -> None:
     )
     upload.add_argument(
         "snapshots", nargs="+", metavar="SNAPSHOT", help="snapshot files, or directories of them"
+    )
+    retry = upload.add_argument_group(
+        "a failed upload's retry, outside `tuneplane run` with your API key (the command a "
+        "failed upload prints)"
+    )
+    retry.add_argument(
+        "--attempt-key",
+        help="deliver into the execution attempt the job's runner started with this key, "
+        "instead of the current job's (an unknown key starts a new attempt)",
+    )
+    retry.add_argument("--project", help="the run's project (with --attempt-key)")
+    retry.add_argument("--run", help="the run (with --attempt-key)")
+    retry.add_argument(
+        "--server", help="server URL (default: $TUNEPLANE_URL or http://127.0.0.1:8000)"
+    )
+    retry.add_argument(
+        "--data-dir", help="where to find admin.key when $TUNEPLANE_API_KEY is unset"
     )
     upload.set_defaults(handler=_import_upload)

@@ -70,6 +70,7 @@ _JOB_VARIABLES: Final = (
     environment.JOB_TOKEN,
     environment.JOB_ATTEMPT,
     environment.JOB_NEXT_STEP,
+    environment.JOB_ATTEMPT_KEY,
 )
 
 
@@ -154,6 +155,8 @@ class RunnerOptions:
         # kept as its display name (the same mapping as init() and the Trackio protocol).
         if id_for_name(run) != run:
             meta["display_name"] = run
+        if id_for_name(project, fallback="project") != project:
+            meta["project_display_name"] = project
         project, run = id_for_name(project, fallback="project"), id_for_name(run)
         args = list(command)
         if args and args[0] == "--":
@@ -269,6 +272,8 @@ class Session:
     spool: AttemptSpool | None = None
     #: An attempt journaled offline, for `tuneplane sync` to create (attempt 0, no token).
     offline: offline_attempts.OfflineAttempt | None = None
+    #: The Idempotency-Key the attempt was started with (None: a server launched it).
+    key: str | None = None
 
     def __repr__(self) -> str:
         return f"Session(attempt={self.attempt})"
@@ -276,13 +281,15 @@ class Session:
 
 def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None = None) -> Session:
     """Create or resume the run and start an attempt; :class:`SetupFailed` says why not."""
+    key = None
     if options.launched is not None:  # a server launched the job: its run is new
         started, first_step = options.launched, 0
     else:
         api = setup_api(options.server, options.api_key, transport)
+        key = uuid.uuid4().hex
         try:
             created, _ = create_run(api, options.project, options.run, options.config, options.meta)
-            started = start_attempt(api, options.project, options.run)
+            started = start_attempt(api, options.project, options.run, key=key)
             first_step = 0 if created else next_step(api, options.project, options.run)
         finally:
             api.close()
@@ -301,8 +308,9 @@ def open_session(options: RunnerOptions, transport: httpx.BaseTransport | None =
         spool = attempt_spool(options.spool, target, transport)
     logs = LogShipper(Transport(options.server, started.token, transport=transport), spool=spool)
     return Session(
-        started.attempt, started.token, reporter, logs, started.endpoint, first_step, spool
-    )
+        started.attempt, started.token, reporter, logs, started.endpoint, first_step, spool,
+        key=key,
+    )  # fmt: skip
 
 
 def attempt_spool(
@@ -448,6 +456,8 @@ def child_environment(
         env[environment.JOB_TOKEN] = session.token
         env[environment.JOB_ATTEMPT] = str(session.attempt)
         env[environment.JOB_NEXT_STEP] = str(session.next_step)
+        if session.key is not None:
+            env[environment.JOB_ATTEMPT_KEY] = session.key
     return env
 
 

@@ -190,6 +190,8 @@ class JobSettings:
     spool: SpoolSettings | None = None
     system_interval: float = SYSTEM_METRICS_DEFAULT
     next_step: int = 0
+    #: The key the runner started the attempt with (a retried upload names it).
+    attempt_key: str | None = None
 
     def __repr__(self) -> str:  # the token never prints
         return f"JobSettings({self.run_id!r} at {self.endpoint!r}, attempt={self.attempt})"
@@ -215,6 +217,7 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
     reader.read(MODE)  # the runner decided; checked here as every SDK setting is
     attempt = reader.get(environment.JOB_ATTEMPT_SETTING)
     next_step = reader.read(environment.JOB_NEXT_STEP_SETTING)
+    attempt_key = reader.get(environment.JOB_ATTEMPT_KEY_SETTING)
     exit_timeout = reader.read(FLUSH_TIMEOUT)
     capacity = reader.read(QUEUE_MAX_POINTS)
     val_samples = reader.get(VAL_UPLOAD_SAMPLES)
@@ -250,4 +253,5 @@ def job_settings(environ: Mapping[str, str]) -> JobSettings:
         spool,
         system_interval,
         next_step,
+        attempt_key,
     )

@@ -2,6 +2,7 @@
 
 from typing import Any, Final
 
+from tuneplane.contract.ids import ID_RULE, id_problem
 from tuneplane.contract.limits import ATTEMPT_MAX, STEP_MAX
 from tuneplane.contract.settings import HTTP_URL, RUN_ID, Rule, Setting, credential, integer
 
@@ -11,6 +12,9 @@ JOB_RUN_ID: Final = "TUNEPLANE_JOB_RUN_ID"
 JOB_TOKEN: Final = "TUNEPLANE_JOB_TOKEN"  # noqa: S105 (a variable name)
 JOB_ATTEMPT: Final = "TUNEPLANE_JOB_ATTEMPT"
 JOB_NEXT_STEP: Final = "TUNEPLANE_JOB_NEXT_STEP"
+#: The Idempotency-Key the runner started the attempt with: an upload that failed names it,
+#: so that its retry (``tuneplane import upload --attempt-key``) lands in the same attempt.
+JOB_ATTEMPT_KEY: Final = "TUNEPLANE_JOB_ATTEMPT_KEY"
 #: Set by ``tuneplane run`` instead of the token when the attempt is offline: the
 #: directory (``offline-<key>``) its journals go under, for ``tuneplane sync``.
 JOB_OFFLINE: Final = "TUNEPLANE_JOB_OFFLINE"
@@ -48,6 +52,15 @@ JOB_NEXT_STEP_SETTING: Final = Setting(
 )
 
 
+JOB_ATTEMPT_KEY_SETTING: Final = Setting(
+    JOB_ATTEMPT_KEY,
+    Rule(ID_RULE, lambda raw: None if id_problem(raw) else raw),
+    None,
+    "The key the runner started the attempt with, which a retried upload names to land in "
+    "the same attempt (set by the runner).",
+)
+
+
 def _offline_group(raw: str) -> str | None:
     key = raw.removeprefix("offline-")
     if raw.startswith("offline-") and 1 <= len(key) <= 64 and key.isalnum() and key.isascii():
@@ -78,5 +91,6 @@ JOB_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     JOB_TOKEN_SETTING,
     JOB_ATTEMPT_SETTING,
     JOB_NEXT_STEP_SETTING,
+    JOB_ATTEMPT_KEY_SETTING,
     JOB_OFFLINE_SETTING,
 )
