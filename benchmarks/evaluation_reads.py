@@ -113,8 +113,7 @@ def timed(client: httpx.Client, path: str, params: dict[str, Any]) -> dict[str, 
 def measure(engine: str, store_args: list[str], trials: int, workdir: Path) -> list[str]:
     server = Server(store_args, workdir / f"{engine}.log", secret="not-used-here")  # noqa: S106
     try:
-        data_dir = Path(store_args[1]) if store_args[0] == "--data-dir" else None
-        key_file = (data_dir or Path("tuneplane-data").absolute()) / "admin.key"
+        key_file = Path(store_args[store_args.index("--data-dir") + 1]) / "admin.key"
         seconds = load(server.base, key_file.read_text().strip(), trials)
         run = "/api/v1/projects/bench/runs/eval"
         with httpx.Client(base_url=server.base, timeout=60) as client:
@@ -178,6 +177,8 @@ def on_engines(
                 rows += measure("sqlite", store, workdir)
         if engine in ("postgresql", "both"):
             with postgres_store(pg_url) as store:
+                # The server keeps its admin key (and blobs) in a data directory.
+                store = [*store, "--data-dir", str(workdir / "pg-data")]
                 rows += measure("postgresql", store, workdir)
     return rows
 

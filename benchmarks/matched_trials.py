@@ -152,8 +152,8 @@ def check(client: httpx.Client, sides: dict[str, str]) -> None:
 def measure(engine: str, store_args: list[str], trials: int, workdir: Path) -> list[str]:
     server = Server(store_args, workdir / f"{engine}.log", secret="not-used-here")  # noqa: S106
     try:
-        data_dir = Path(store_args[1]) if store_args[0] == "--data-dir" else None
-        key = ((data_dir or Path("tuneplane-data").absolute()) / "admin.key").read_text().strip()
+        data_dir = Path(store_args[store_args.index("--data-dir") + 1])
+        key = (data_dir / "admin.key").read_text().strip()
         seconds = load(server.base, key, trials)
         sides = {"left": "bench/base/val", "right": "bench/tuned/val"}
         route = "/api/v1/evaluation/matched/trials"
@@ -178,8 +178,9 @@ def measure(engine: str, store_args: list[str], trials: int, workdir: Path) -> l
         server.stop()
     rows = [f"| {engine} | load 2 x {trials:,} outcomes + trajectories | {seconds:.1f} s | | |"]
     rows += [timing_row(engine, name, figures, PAGE_TARGET_MS) for name, figures in reads.items()]
-    name = "two 1,024-message trajectories side by side"
-    return [*rows, timing_row(engine, name, pair, PAIR_TARGET_MS)]
+    rows.append(timing_row(engine, "two 1,024-message trajectories", pair, PAIR_TARGET_MS))
+    print("\n".join(rows), flush=True)
+    return rows
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ reasoning, tool name, and each tool call's name and arguments. Token counts, tim
 tool call IDs differ between any two executions and are not compared.
 
 A tool result reads as failed when the producer marks it (``error`` or ``is_error``) or
-its text says so by one of the rules of :data:`FAILURE_PATTERNS` (a traceback, an error or
+its text says so by one of the rules of :func:`failure_rule` (a traceback, an error or
 exception first line, a nonzero exit code, a command not found). It is a reading of the
 text, not a verdict: the page says which rule matched.
 """
@@ -20,18 +20,11 @@ from typing import Any, Final
 
 Message = Mapping[str, Any]
 
-#: Each rule's pattern over a tool result's text (the rule's name is its group's).
-FAILURE_PATTERNS: Final = {
-    "traceback": r"Traceback \(most recent call last\):",
-    "error_line": r"\A\s*(?:\[?error\]?|exception|fatal)\b",
-    "exit_code": r"\b(?:exit(?:ed with)? (?:code|status)|return ?code)[:= ]*[1-9]\d*\b",
-    "command_not_found": r"\bcommand not found\b",
-}
-#: One pass over the text for every rule: a long transcript has hundreds of tool results.
-_FAILURE = re.compile(
-    "|".join(f"(?P<{name}>{pattern})" for name, pattern in FAILURE_PATTERNS.items()),
-    re.IGNORECASE,
-)
+_TRACEBACK: Final = "Traceback (most recent call last):"
+_ERROR_LINE: Final = re.compile(r"\s*(?:\[?error\]?|exception|fatal)\b", re.IGNORECASE)
+#: Over the lowered text, and only where "exit" or "return" occurs: a regular expression
+#: tried at every position of hundreds of tool results is what made a long pair slow.
+_EXIT_CODE: Final = re.compile(r"\b(?:exit(?:ed with)? (?:code|status)|return ?code)[:= ]*[1-9]")
 _COMPARED: Final = ("role", "content", "reasoning", "tool_name")
 
 
@@ -61,7 +54,7 @@ class FailedToolCall:
     call_message: int | None
     call_id: str | None
     tool_name: str | None
-    #: ``marked`` (the producer said so) or a rule of :data:`FAILURE_PATTERNS`.
+    #: ``marked`` (the producer said so) or a rule of :func:`failure_rule`.
     rule: str
 
 
@@ -74,8 +67,16 @@ def failure_rule(message: Message) -> str | None:
     text = message.get("content")
     if not isinstance(text, str):
         return None
-    found = _FAILURE.search(text)
-    return None if found is None else found.lastgroup
+    if _TRACEBACK in text:
+        return "traceback"
+    if _ERROR_LINE.match(text):
+        return "error_line"
+    lowered = text.lower()
+    if ("exit" in lowered or "return" in lowered) and _EXIT_CODE.search(lowered):
+        return "exit_code"
+    if "command not found" in lowered:
+        return "command_not_found"
+    return None
 
 
 def _caller(messages: Sequence[Message], before: int, call_id: str | None) -> int | None:

@@ -292,8 +292,11 @@ class ChosenRound:
     attempts: list[int]
 
 
-def chosen_round(connection: Connection, spec: str, name: str, wanted: int | None) -> ChosenRound:
-    """The round ``spec`` names (``name``: the query parameter), or 422/404 naming it."""
+def chosen_round(
+    connection: Connection, spec: str, name: str, wanted: int | None, counts: bool = True
+) -> ChosenRound:
+    """The round ``spec`` names (``name``: the query parameter), or 422/404 naming it;
+    without ``counts``, its state holds the round's ID alone (one query fewer per table)."""
     project, _, rest = spec.partition("/")
     run, _, round_id = rest.partition("/")
     if not (project and run and round_id):
@@ -302,7 +305,11 @@ def chosen_round(connection: Connection, spec: str, name: str, wanted: int | Non
     attempt, attempts = _attempt(
         connection, run_id, wanted, f"{project}/{run}", field=f"{name}_attempt"
     )
-    found = [] if attempt is None else evaluation.rounds(connection, run_id, attempt, round_id)
+    found: list[RoundState] = []
+    if attempt is not None and counts:
+        found = evaluation.rounds(connection, run_id, attempt, round_id)
+    elif attempt is not None and evaluation.has_round(connection, run_id, attempt, round_id):
+        found = [RoundState(round_id)]
     if not found:
         where = "" if attempt is None else f" (execution attempt {attempt})"
         raise NotFound(

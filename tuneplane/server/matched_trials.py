@@ -36,8 +36,8 @@ def _sides(
 ) -> tuple[ChosenRound, ChosenRound]:
     with app_state(request).database.connect() as connection:
         return (
-            chosen_round(connection, left, "left", left_attempt),
-            chosen_round(connection, right, "right", right_attempt),
+            chosen_round(connection, left, "left", left_attempt, counts=False),
+            chosen_round(connection, right, "right", right_attempt, counts=False),
         )
 
 

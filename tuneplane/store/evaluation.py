@@ -246,6 +246,22 @@ def current_statuses(
     return {trial: status for trial, status in connection.execute(query)}
 
 
+def has_round(connection: Connection, run_id: int, attempt: int, round_id: str) -> bool:
+    """Whether the execution attempt has the round (a declaration or a result)."""
+    declared = select(eval_rounds.c.run_id).where(
+        eval_rounds.c.run_id == run_id,
+        eval_rounds.c.execution_attempt == attempt,
+        eval_rounds.c.round_id == round_id,
+    )
+    reported = select(round_tallies.c.run_id).where(
+        round_tallies.c.run_id == run_id,
+        round_tallies.c.execution_attempt == attempt,
+        round_tallies.c.round_id == round_id,
+        round_tallies.c.count > 0,
+    )
+    return connection.execute(union(declared, reported).limit(1)).first() is not None
+
+
 def has_outcomes(connection: Connection, run_id: int) -> bool:
     """Whether the run ever sent an outcome event (results or a declaration)."""
     for table in (trial_current, eval_rounds):
