@@ -27,7 +27,15 @@ def findings(file: str) -> list[Finding]:
     return diagnose(Evidence(lines=lines, exit_code=case["exit_code"]))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case["file"] for case in CASES])
+def _param(case: dict[str, Any]) -> Any:
+    """A held-out case the rules miss is kept as it is labelled, its test expected to fail
+    until its family is mended (never tuned on, it says how the rules fare)."""
+    miss = case.get("known_miss")
+    marks = [pytest.mark.xfail(strict=True, reason=miss)] if miss else []
+    return pytest.param(case, id=case["file"], marks=marks)
+
+
+@pytest.mark.parametrize("case", [_param(case) for case in CASES])
 def test_a_log_gets_the_findings_it_shows(case: dict[str, Any]) -> None:
     found = {finding.code for finding in findings(case["file"])}
     assert set(case["expect"]) - found == set(), case["note"]
@@ -47,6 +55,7 @@ def test_the_corpus_covers_every_family_with_its_sources() -> None:
         assert causes.count(code) >= 2, code
     for case in CASES:  # where its lines come from: a public report, or the tool's source
         assert case["source"].startswith(("https://", "composed: ")), case["file"]
+        assert "known_miss" not in case or case["held_out"], case["file"]
 
 
 def score(cases: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:

@@ -43,12 +43,13 @@ def _trie(words: Sequence[str]) -> str:
     return build(root)
 
 
-_WORDS: Final = sorted({FRAME_WORD, *(word for pattern in PATTERNS for word in pattern.anchors)})
+_WORDS: Final = sorted({word for pattern in PATTERNS for word in pattern.anchors})
 #: The engine tries the expression at every position whose character may begin it: words
 #: that begin with a capital (rarer in a log) are searched at once, the others one by one
-#: (a plain substring search is several times faster than the expression per character).
+#: (a plain substring search is several times faster than the expression per character),
+#: as is a traceback's frame word (its "F" begins many words).
 _CAPITALISED: Final = re.compile(_trie([word for word in _WORDS if not word[0].islower()]))
-_LOWER: Final = tuple(word for word in _WORDS if word[0].islower())
+_LOWER: Final = (FRAME_WORD, *(word for word in _WORDS if word[0].islower()))
 _PER_PATTERN: Final = tuple((p, re.compile(_trie(sorted(p.anchors)))) for p in PATTERNS)
 
 
