@@ -1,6 +1,7 @@
 """The blob store is checked when the server starts and by readiness: a missing bucket on the
 real S3-compatible test server, or a blob directory that takes no write, is said in the
-server's log at start and makes ``/healthz`` a 503 naming the blob store, until it is back."""
+server's log at start and makes ``/healthz`` a 503 naming the blob store, until it is back;
+the trajectories it refused meanwhile are counted on their round."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -76,3 +78,52 @@ def test_a_blob_directory_that_takes_no_write_fails_readiness(
         root.mkdir()
         assert api.get("/healthz").status_code == 200
     assert "blob store unavailable" not in caplog.text  # it answered when the server started
+
+
+def _evaluation(trial_id: str) -> dict[str, Any]:
+    return {
+        "scope": "evaluation", "round_id": "val-1", "trial_id": trial_id, "trial_attempt": 0,
+        "messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}],
+        "total_messages": 2, "complete": True, "capture_policy": "all",
+    }  # fmt: skip
+
+
+def test_trajectories_the_blob_store_refused_are_counted_on_their_round(
+    settings: Settings, s3_bucket: str
+) -> None:
+    where = f"s3://{s3_bucket}/bodies"
+    with TestClient(create_app(dataclasses.replace(settings, blob_url=where))) as api:
+        api.headers["Authorization"] = f"Bearer {(settings.data_dir / 'admin.key').read_text()}"
+        api.post("/api/v1/projects/demo/runs", json={"run": "evals"})
+        token = api.post("/api/v1/projects/demo/runs/evals/attempts").json()["token"]
+        ingest = {"Authorization": f"Bearer {token}"}
+        events = [{"event_id": "d", "type": "population", "round_id": "val-1", "expected": 3}]
+        events += [
+            {"event_id": f"t{i}", "type": "trial", "round_id": "val-1", "trial_id": f"q{i}",
+             "trial_attempt": 0, "status": "success", "eligible": False}
+            for i in range(3)
+        ]  # fmt: skip
+        sent = api.post("/api/v1/ingest/observations", json={"events": events}, headers=ingest)
+        assert sent.status_code == 200, sent.text
+
+        def send(*trial_ids: str) -> int:
+            batch = {"trajectories": [_evaluation(t) for t in trial_ids]}
+            return api.post("/api/v1/ingest/trajectories", json=batch, headers=ingest).status_code
+
+        def not_stored() -> int:
+            found: int = api.get("/api/v1/projects/demo/runs/evals/evaluation").json()["rounds"][0][
+                "trajectories_not_stored"
+            ]
+            return found
+
+        assert send("q0") == 200
+        s3 = boto3.client("s3")  # the bucket goes: the outcomes land, the text does not
+        for item in s3.list_objects_v2(Bucket=s3_bucket)["Contents"]:
+            s3.delete_object(Bucket=s3_bucket, Key=item["Key"])
+        s3.delete_bucket(Bucket=s3_bucket)
+        for _ in range(2):  # the producer's retries count each trajectory once
+            assert send("q0", "q1", "q2") == 503
+        assert not_stored() == 2  # q0 was stored before
+        s3.create_bucket(Bucket=s3_bucket)
+        assert send("q1") == 200
+        assert not_stored() == 1

@@ -14,6 +14,7 @@ first bulk read, so a server that serves none does not carry them.
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -24,11 +25,11 @@ from fastapi import APIRouter, Query, Request
 from sqlalchemy import Connection
 from starlette.responses import Response, StreamingResponse
 
-from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.errors import InvalidInput, NotFound, Violation
 from tuneplane.contract.limits import BULK_SERIES_MAX
 from tuneplane.server.reads import RUN, EndStep, RunNames, StartStep, run_names
 from tuneplane.server.state import app_state
-from tuneplane.store import catalog, point_columns
+from tuneplane.store import point_columns
 from tuneplane.store.database import Database
 
 if TYPE_CHECKING:
@@ -131,8 +132,11 @@ def _resolve(
     the named ones a run lacks."""
     series: list[_Series] = []
     missing: list[dict[str, str]] = []
+    ids = point_columns.run_ids(connection, project, runs)
     for run in runs:
-        run_id = catalog.get_run(connection, project, run).id
+        run_id = ids.get(run)
+        if run_id is None:
+            raise NotFound(f"run {run!r} not found in project {project!r}")
         stored = {name: (metric_id, count) for name, metric_id, count in
                   point_columns.series_of_run(connection, run_id)}  # fmt: skip
         for name in stored if names is None else names:
@@ -204,6 +208,7 @@ def _json_array(items: Any) -> Iterator[bytes]:
 # Arrow --------------------------------------------------------------------------------------
 
 
+@functools.cache
 def arrow_schema() -> pa.Schema:
     import pyarrow as pa
 

@@ -96,6 +96,7 @@ def _round_json(state: RoundState) -> dict[str, Any]:
         "scoring_coverage": _number(scoring_coverage(counts)),
         "reward_coverage": _number(reward_coverage(counts)),
         "mean_reward": _number(mean_reward(counts)),
+        "trajectories_not_stored": state.unstored,
     }
 
 

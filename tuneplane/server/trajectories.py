@@ -42,6 +42,7 @@ from tuneplane.store.trajectories import (
     new_body_key,
     plan_batch,
     record_pending,
+    record_unstored,
     write_index,
 )
 from tuneplane.store.trajectory_reads import get_row, index_json, list_index, steps_with_rollouts
@@ -78,6 +79,16 @@ async def _discard(state: AppState, keys: list[str]) -> None:
         await state.database.write(forget_keys, keys)
     except Exception as exc:  # the request's own error, if any, is the one to answer
         logger.info("tuneplane: %d trajectory bodies left for the sweeper (%s)", len(keys), exc)
+
+
+async def _note_unstored(state: AppState, scope: TokenScope, uploads: list[Upload]) -> None:
+    """Count the batch on its rounds as not stored (the producer may give up on it)."""
+    try:
+        await state.database.write(
+            write_as, scope, record_unstored, scope, uploads, key=scope.run_id
+        )
+    except Exception as exc:  # the request's own error is the one to answer
+        logger.info("tuneplane: trajectories not stored could not be counted (%s)", exc)
 
 
 async def check_blob_store(state: AppState) -> None:
@@ -120,9 +131,11 @@ async def ingest_trajectories(request: Request, scope: Scope) -> Response:
             state.settings.trajectory_days,
             key=scope.run_id,
         )
-    except BaseException:
+    except BaseException as exc:
         if written:
             await _discard(state, written)
+        if isinstance(exc, BlobStoreUnavailable):
+            await _note_unstored(state, scope, uploads)
         raise
     if outcome.unused_keys:
         await _discard(state, outcome.unused_keys)

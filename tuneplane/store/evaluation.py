@@ -12,7 +12,13 @@ from sqlalchemy import Connection, Select, func, select, union
 
 from tuneplane.contract.limits import TRIAL_HISTORY_MAX
 from tuneplane.contract.observations import DIGEST_NAMES
-from tuneplane.store.schema import eval_rounds, round_tallies, trial_current, trial_results
+from tuneplane.store.schema import (
+    eval_rounds,
+    round_tallies,
+    trial_current,
+    trial_results,
+    unstored_trajectories,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +39,8 @@ class RoundState:
     #: Current outcomes with a reward, and the sum of their rewards.
     rewarded: int = 0
     reward_sum: float = 0.0
+    #: Trajectories the blob store refused that no re-send has stored since.
+    unstored: int = 0
 
 
 def execution_attempts(connection: Connection, run_id: int) -> list[int]:
@@ -99,7 +107,24 @@ def rounds(
     for name, rewarded, total in _rewards(connection, run_id, attempt, round_id):
         state = states.setdefault(name, RoundState(name))
         state.rewarded, state.reward_sum = rewarded, total
+    for name, count in _unstored(connection, run_id, attempt, round_id):
+        if name in states:  # a round is made by outcomes, never by its text alone
+            states[name].unstored = count
     return [states[name] for name in sorted(states)]
+
+
+def _unstored(
+    connection: Connection, run_id: int, attempt: int, round_id: str | None
+) -> list[tuple[str, int]]:
+    u = unstored_trajectories.c
+    query = (
+        select(u.round_id, func.count())
+        .where(u.run_id == run_id, u.attempt == attempt, u.round_id.is_not(None))
+        .group_by(u.round_id)
+    )
+    if round_id is not None:
+        query = query.where(u.round_id == round_id)
+    return [(str(name), int(count)) for name, count in connection.execute(query)]
 
 
 @dataclass(frozen=True, slots=True)

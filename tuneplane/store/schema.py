@@ -428,6 +428,19 @@ Index("ix_trajectories_expiry", trajectories.c.body_state, trajectories.c.expire
 
 # Bodies written to blob storage whose index rows have not committed yet: what a crash
 # between the two leaves behind, for the sweeper to delete.
+# Trajectories a blob store refused (the batch answered 503): counted on their round until
+# a re-send stores them.
+unstored_trajectories = Table(
+    "unstored_trajectories",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True),
+    Column("attempt", Integer, primary_key=True),
+    Column("identity", String(400), primary_key=True),
+    Column("round_id", String(128), nullable=True),
+    Column("step", BigInteger, nullable=True),
+    Column("failed_at", Float, nullable=False),
+)
+
 pending_bodies = Table(
     "pending_bodies",
     metadata,

@@ -33,7 +33,14 @@ from tuneplane.contract.trajectories import (
     selection_rank,
 )
 from tuneplane.store.credentials import TokenScope
-from tuneplane.store.schema import eval_rounds, pending_bodies, runs, trajectories
+from tuneplane.store.dialect import upsert
+from tuneplane.store.schema import (
+    eval_rounds,
+    pending_bodies,
+    runs,
+    trajectories,
+    unstored_trajectories,
+)
 
 _t = trajectories.c
 SELECTED_STATES = ("stored", "expired", "deleted")
@@ -115,6 +122,30 @@ def touch_runs(connection: Connection, run_ids: list[int]) -> None:
 def record_pending(connection: Connection, keys: list[str]) -> None:
     now = time.time()
     connection.execute(insert(pending_bodies), [{"body_key": k, "created_at": now} for k in keys])
+
+
+def record_unstored(connection: Connection, scope: TokenScope, uploads: list[Upload]) -> None:
+    """The batch's documents the server does not hold, after the blob store refused their
+    bodies: counted on their round until a re-send stores them (:func:`write_index`)."""
+    stored = _stored(connection, scope, sorted({u.trajectory.identity for u in uploads}))
+    now = time.time()
+    rows = {
+        u.trajectory.identity: {
+            "run_id": scope.run_id,
+            "attempt": scope.attempt,
+            "identity": u.trajectory.identity,
+            "round_id": u.trajectory.round_id,
+            "step": u.trajectory.step,
+            "failed_at": now,
+        }
+        for u in uploads
+        if u.trajectory.identity not in stored
+    }
+    if rows:
+        connection.execute(
+            upsert(connection, unstored_trajectories).values(list(rows.values()))
+            .on_conflict_do_nothing()
+        )  # fmt: skip
 
 
 def forget_keys(connection: Connection, keys: list[str]) -> None:
@@ -311,6 +342,14 @@ def write_index(
     if rows:
         connection.execute(insert(trajectories), rows)
         touch_runs(connection, [scope.run_id])
+        u = unstored_trajectories.c
+        connection.execute(
+            delete(unstored_trajectories).where(
+                u.run_id == scope.run_id,
+                u.attempt == scope.attempt,
+                u.identity.in_([row["identity"] for row in rows]),
+            )
+        )
     used = [row["body_key"] for row in rows if row["body_key"] is not None]
     if used:
         connection.execute(delete(pending_bodies).where(pending_bodies.c.body_key.in_(used)))

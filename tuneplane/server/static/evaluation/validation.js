@@ -142,7 +142,18 @@ export class ValidationView {
           h(
             "tr",
             { dataset: { round: round.round_id }, class: this.inspector?.round.round_id === round.round_id ? "selected" : null },
-            h("td", { class: "round-id", text: round.round_id }),
+            h(
+              "td",
+              { class: "round-id" },
+              round.round_id,
+              round.trajectories_not_stored > 0
+                ? h("span", {
+                    class: "unstored",
+                    title: "The blob store refused these trajectories; their outcomes are counted. Sending them again stores them.",
+                    text: ` ${fmtInt(round.trajectories_not_stored)} trajectories not stored`,
+                  })
+                : null,
+            ),
             h("td", { text: round.task?.name ? [round.task.name, round.task.version].filter(Boolean).join(" ") : "—" }),
             h("td", { class: "num col-expected", text: round.declared ? fmtInt(round.expected) : "not declared" }),
             STATUSES.map(([status]) => h("td", { class: `num col-${status}`, text: fmtInt(round.counts[status]) })),
