@@ -5,12 +5,14 @@ retry histories, and trials moving between filters live as retries land."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import boto3
 import httpx
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.dashboard.conftest import Watched
-from tests.dashboard.seed import Seeded
+from tests.dashboard.seed import ENV, Seeded
 from tests.dashboard.seed_eval import (
     HISTORY_TRIAL,
     XSS,
@@ -20,6 +22,7 @@ from tests.dashboard.seed_eval import (
     trial,
 )
 from tests.dashboard.seed_restart import RESTART_RUN, seed_restart
+from tests.serving import running_server
 
 BASE = "/projects/lab/runs/eval-base"
 DASH = "\N{EN DASH}"
@@ -230,3 +233,35 @@ def test_an_execution_attempt_is_picked_and_kept_in_the_address(
     expect(row.locator(".col-failure")).to_have_text("1")
     # The browser logs the API's 404 answer; the page said what is missing instead.
     watched.errors[:] = [e for e in watched.errors if "status of 404" not in e]
+
+
+def test_trajectories_the_blob_store_refused_are_said_on_their_round(
+    browser: Browser, s3_bucket: str, tmp_path: Path
+) -> None:
+    env = {**ENV, "TUNEPLANE_BLOB_URL": f"s3://{s3_bucket}/bodies"}
+    with running_server("--data-dir", str(tmp_path), env=env) as base:
+        token = new_attempt(base, (tmp_path / "admin.key").read_text().strip(), "blobless")
+        events = [population("val-b", 2), trial("val-b", "q0", "success")]
+        post_observations(base, token, [*events, trial("val-b", "q1", "failure")])
+        s3 = boto3.client("s3")  # the bucket goes: outcomes land, their text does not
+        s3.delete_bucket(Bucket=s3_bucket)
+        texts = [
+            {"scope": "evaluation", "round_id": "val-b", "trial_id": t, "trial_attempt": 0,
+             "messages": [{"role": "user", "content": "hi"}], "total_messages": 1,
+             "complete": True, "capture_policy": "all"}
+            for t in ("q0", "q1")
+        ]  # fmt: skip
+        refused = httpx.post(
+            f"{base}/api/v1/ingest/trajectories",
+            json={"trajectories": texts},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert refused.status_code == 503, refused.text
+        context = browser.new_context(base_url=base)
+        page = context.new_page()
+        page.goto("/projects/lab/runs/blobless?tab=validation")
+        row = page.locator('.rounds-table tr[data-round="val-b"]')
+        expect(row.locator(".round-id .unstored")).to_have_text(" 2 trajectories not stored")
+        expect(row.locator(".col-success")).to_have_text("1")
+        context.close()
+        s3.create_bucket(Bucket=s3_bucket)  # so that the server's readiness holds at exit
