@@ -246,7 +246,7 @@ def test_any_name_people_give_is_a_run_with_that_display_name(server: Server) ->
     code = f"""
         import tuneplane
         for _ in range(2):
-            r = tuneplane.init(project="{PROJECT}", name={name!r})
+            r = tuneplane.init(project="Init {PROJECT}.v2", name={name!r})
             assert r.reporting, r
             tuneplane.log({{"loss": 0.5}})
             tuneplane.finish()
@@ -256,9 +256,11 @@ def test_any_name_people_give_is_a_run_with_that_display_name(server: Server) ->
     assert done.returncode == 0, done.stderr
     from tuneplane.contract.ids import id_for_name
 
-    run = id_for_name(name)
+    run, project = id_for_name(name), id_for_name(f"Init {PROJECT}.v2", fallback="project")
     assert done.stdout.split() == [run]
-    found = server.run(run)
+    found = server.get(f"/api/v1/projects/{project}/runs/{run}")
+    (listed,) = [p for p in server.get("/api/v1/projects") if p["project"] == project]
+    assert listed["display_name"] == f"Init {PROJECT}.v2"
     assert (found["display_name"], found["attempt"], found["status"]) == (name, 2, "succeeded")
     # A name no rule can keep is said once on stderr; training goes on, under its ID.
     odd = script(
@@ -271,7 +273,7 @@ def test_any_name_people_give_is_a_run_with_that_display_name(server: Server) ->
         """,
     )
     assert odd.returncode == 0, odd.stderr
-    assert "name 'tab\\there': must be 1-200 characters" in odd.stderr
+    assert "name 'tab\\there': must be 1-256 characters" in odd.stderr
     assert server.run(id_for_name("tab\there"))["display_name"] is None
 
 

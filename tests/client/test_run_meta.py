@@ -17,6 +17,7 @@ from tests.client.runs import PROJECT, Server, runner_env
 from tests.client.test_init import script
 from tuneplane.cli import build_parser
 from tuneplane.cli.delete import runs_delete
+from tuneplane.contract.ids import id_for_name
 
 
 def fresh() -> str:
@@ -74,6 +75,19 @@ def test_tuneplane_run_takes_group_tags_and_a_note(server: Server) -> None:
         ["a", "b"],
         "from the runner",
     )
+    # Names as people give them: both are kept beside the IDs derived from them.
+    named = subprocess.run(
+        [sys.executable, "-m", "tuneplane.cli", "run", "--server", server.base,
+         "--data-dir", str(server.data_dir), "--project", "Runner evals 2.0",
+         "--run", f"sft {run}", "--", sys.executable, "-c", "pass"],
+        env=runner_env(), stdin=subprocess.DEVNULL, capture_output=True, timeout=90,
+    )  # fmt: skip
+    assert named.returncode == 0, named.stderr
+    project = id_for_name("Runner evals 2.0", fallback="project")
+    shown = server.get(f"/api/v1/projects/{project}/runs/{id_for_name(f'sft {run}')}")
+    assert shown["display_name"] == f"sft {run}"
+    (listed,) = [p for p in server.get("/api/v1/projects") if p["project"] == project]
+    assert listed["display_name"] == "Runner evals 2.0"
     bad = subprocess.run(
         [sys.executable, "-m", "tuneplane.cli", "run", "--project", PROJECT, "--run", run,
          "--tag", "no good", "--", sys.executable, "-c", "pass"],

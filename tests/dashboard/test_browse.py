@@ -3,11 +3,13 @@ states."""
 
 from __future__ import annotations
 
+import httpx
 from playwright.sync_api import Page, expect
 
 from tests.dashboard.conftest import Watched
 from tests.dashboard.pages import chart_order, charts, open_ready
-from tests.dashboard.seed import PROJECT
+from tests.dashboard.seed import PROJECT, Seeded
+from tuneplane.contract.ids import id_for_name
 
 RUN_PAGE = f"/projects/{PROJECT}/runs/grpo-qwen-7"
 SEEDED_RUNS = ["grpo-qwen-7", "grpo-qwen-8", "alert-only"]
@@ -98,3 +100,25 @@ def test_missing_projects_and_runs_are_named(page: Page, watched: Watched) -> No
     )
     # The browser logs the API's 404 answers; nothing else may be logged.
     watched.errors[:] = [e for e in watched.errors if "404" not in e]
+
+
+def test_a_project_named_as_people_name_it_shows_that_name(page: Page, seeded: Seeded) -> None:
+    """A project created as "Qwen2.5 <evals>" is listed and headed by that name, as text,
+    with its ID beside it; its address is the ID's."""
+    shown = "Qwen2.5 <b>evals</b>"
+    project = id_for_name(shown, fallback="project")
+    made = httpx.post(
+        f"{seeded.base}/api/v1/projects/{project}/runs",
+        json={"run": "r1", "project_display_name": shown},
+        headers={"Authorization": f"Bearer {seeded.admin_key}"},
+    )
+    assert made.status_code == 201, made.text
+    page.goto("/")
+    row = page.locator(f'tr[data-project="{project}"]')
+    expect(row.get_by_role("link", name=shown, exact=True)).to_have_attribute(
+        "href", f"/projects/{project}"
+    )
+    expect(row.locator(".project-id")).to_have_text(project)
+    row.get_by_role("link", name=shown, exact=True).click()
+    expect(page.locator("h1")).to_have_text(f"{shown} {project}")
+    assert page.locator("main b").count() == 0

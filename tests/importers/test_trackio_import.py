@@ -116,6 +116,9 @@ def test_every_point_config_system_metric_and_alert_arrives_once(
     assert {"seed": 7}.items() <= r2.config.items()
     # init(group=) as a group: what a group may not hold (the space) becomes "-".
     assert (r2.group, run_1["row"].group) == ("seeds-lr=0.1", None)
+    # A run whose name is no ID keeps the name it was given, as over the Trackio protocol.
+    assert _stored(reader, "arena-p", RENAMED)["row"].display_name == "my run"
+    assert (run_1["row"].display_name, r2.display_name) == (None, None)
     # Trackio's files say no more than its HTTP calls of how a run ended: unknown, as there.
     for project, run in local_data.expected_steps():
         row = _stored(reader, project, RENAMED if run == "my run" else run)["row"]

@@ -275,7 +275,7 @@ def test_a_run_is_renamed_tagged_grouped_and_annotated(api: TestClient) -> None:
         ({"tags": "a"}, "tags", "must be a list"),
         ({"tags": ["ok", "no spaces"]}, "tags[1]", "letters, digits"),
         ({"tags": ["t"] * 33}, "tags", "at most 32"),
-        ({"display_name": "x" * 201}, "display_name", "at most 200"),
+        ({"display_name": "x" * 257}, "display_name", "at most 256"),
         ({"group": "a b"}, "group", "letters, digits"),
         ({"note": "bell\x07"}, "note", "printable"),
     ],
@@ -290,6 +290,30 @@ def test_bad_changes_name_the_field_and_change_nothing(
     assert detail["field"] == field
     assert rule in detail["rule"]
     assert api.get(f"{API}/lab/runs/r1").json()["tags"] == ["keep"]
+
+
+def test_display_names_of_runs_and_projects_take_256_characters(api: TestClient) -> None:
+    """Any printable name people give, up to 256 characters, on both engines (PostgreSQL
+    holds a column to its length); a project keeps the name it was created with."""
+    long = "é" * 255 + "x"
+    made = api.post(
+        f"{API}/qwen2-5-evals/runs",
+        json={"run": "r1", "display_name": long, "project_display_name": "Qwen2.5 evals"},
+    )
+    assert made.status_code == 201, made.text
+    assert made.json()["display_name"] == long
+    again = api.patch(f"{API}/qwen2-5-evals/runs/r1", json={"display_name": long[::-1]})
+    assert again.status_code == 200, again.text
+    later = api.post(
+        f"{API}/qwen2-5-evals/runs", json={"run": "r2", "project_display_name": "another name"}
+    )
+    assert later.status_code == 201, later.text
+    (listed,) = [p for p in api.get(API).json() if p["project"] == "qwen2-5-evals"]
+    assert listed["display_name"] == "Qwen2.5 evals"
+    bad = api.post(f"{API}/lab/runs", json={"run": "r3", "project_display_name": "a\tb"})
+    assert bad.status_code == 422
+    assert bad.json()["error"]["details"][0]["field"] == "project_display_name"
+    assert api.get(f"{API}/lab/runs/r3").status_code == 404
 
 
 def test_tags_group_and_note_at_creation_are_checked(api: TestClient) -> None:

@@ -139,6 +139,8 @@ def test_a_run_named_as_people_name_runs_is_stored_and_resumed(
     path = f"/api/v1/projects/{id_for_name(project, 'project')}/runs/{id_for_name(name)}"
     run = server.get(path)
     assert (run["display_name"], run["last_step"]) == (name, 2)
+    (listed,) = [p for p in server.get("/api/v1/projects") if p["project"] == id_for_name(project)]
+    assert listed["display_name"] == project  # the project's name is kept as it was given
     resumed = trackio_run(
         server.base, server.key, tmp_path, project=project, name=name, resume="must", steps=2
     )

@@ -356,7 +356,7 @@ def init(
         _say(f"finishing {previous.project}/{previous.name} first: init() starts another run")
         previous.finish()
     meta = _meta(group, tags, notes)
-    project, name = _named(project, "project", None), _named(name, "name", meta)
+    project, name = _named(project, "project", meta), _named(name, "name", meta)
     ranks = Ranks.from_env(env)
     suffix = RANK_SUFFIX.format(rank=ranks.rank) if per_rank else ""
     if env.get(environment.JOB_RUN_ID):
@@ -436,7 +436,7 @@ def _named(given: str | None, label: str, meta: dict[str, object] | None) -> str
     if (problem := display_name_problem(given)) is not None:
         _say(f"{label} {given!r}: {problem}; reporting it as {mapped!r}")
     elif meta is not None and mapped != given:
-        meta["display_name"] = given
+        meta["display_name" if label == "name" else "project_display_name"] = given
     return mapped
 
 

@@ -53,6 +53,9 @@ class RunChunk:
     rows: int = 0
     #: The group a new run is given (Trackio's ``init(group=)``).
     group: str | None = None
+    #: The names the run and its project were given, where they are not their IDs.
+    display_name: str | None = None
+    project_display_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ ID_MAX_CHARS: Final = 128
 #: Metric names: printable characters, ``/`` allowed.
 METRIC_NAME_MAX_CHARS: Final = 128
 #: A run's or project's name as people write it (its ID is derived from it: contract.ids).
-DISPLAY_NAME_MAX_CHARS: Final = 200
+DISPLAY_NAME_MAX_CHARS: Final = 256
 
 #: ``POST /ingest``: the whole body, refused before it is parsed in full.
 ARENA_BODY_MAX_BYTES: Final = 256 * 1024

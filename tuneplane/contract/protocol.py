@@ -12,7 +12,7 @@ from typing import Any, Final, Literal
 import orjson
 
 from tuneplane.contract.errors import InvalidInput, Violation
-from tuneplane.contract.ids import id_problem, metric_name_problem
+from tuneplane.contract.ids import display_name_problem, id_problem, metric_name_problem
 from tuneplane.contract.json_body import malformed
 from tuneplane.contract.limits import (
     LOG_BATCH_MAX_LINES,
@@ -83,6 +83,8 @@ class RunCreate:
     config: dict[str, Any] | None
     #: Display name, group, tags and note, stored when the run is created.
     meta: RunMeta = _NO_META
+    #: The name the project was given (its ID is in the path), kept when this creates it.
+    project_display_name: str | None = None
 
 
 def parse_run_create(body: object) -> RunCreate:
@@ -99,9 +101,12 @@ def parse_run_create(body: object) -> RunCreate:
         meta = parse_meta(item)
     except InvalidInput as exc:
         violations.extend(exc.violations)
+    shown = item.get("project_display_name")
+    if shown is not None and (problem := display_name_problem(shown)) is not None:
+        violations.append(Violation("project_display_name", problem))
     _raise_if(violations)
     assert isinstance(run, str)
-    return RunCreate(run=run, config=config or None, meta=meta)
+    return RunCreate(run, config or None, meta, shown if isinstance(shown, str) else None)
 
 
 def _config_violation(config: object) -> Violation | None:

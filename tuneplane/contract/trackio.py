@@ -137,6 +137,8 @@ class RunWrite:
     run: str
     #: The run's name as the client gave it, where it is not its ID.
     display_name: str | None = None
+    #: The project's name as the client gave it, where it is not its ID.
+    project_display_name: str | None = None
     config: JSONObject | None = None
     logs: list[ArenaLog] = field(default_factory=list)
     #: (step, metric, kind) of each NaN or infinity the client sent.
@@ -173,7 +175,8 @@ class ParsedCall:
     dropped: list[Violation] = field(default_factory=list)
 
     def run_of(self, check: _Checker, path: str, item: JSONObject) -> RunWrite | None:
-        project = check.name(f"{path}.project", item.get("project"), "project")
+        given_project = item.get("project")
+        project = check.name(f"{path}.project", given_project, "project")
         given = item.get("run")
         run = check.name(f"{path}.run", given, "run")
         if project is None or run is None:
@@ -182,6 +185,8 @@ class ParsedCall:
         if found is None:
             shown = given if given != run and isinstance(given, str) else None
             found = self.runs[project, run] = RunWrite(project, run, shown)
+            if given_project != project and isinstance(given_project, str):
+                found.project_display_name = given_project
         return found
 
     def drop(self, path: str, rule: str) -> None:

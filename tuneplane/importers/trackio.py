@@ -65,6 +65,11 @@ class TrackioDatabase:
     project: str
     rows: int
 
+    @property
+    def display_name(self) -> str | None:
+        """The project's name as Trackio knew it (its file's), where it is not its ID."""
+        return self.path.stem if self.path.stem != self.project else None
+
 
 def default_directory(environ: Mapping[str, str] | None = None) -> Path:
     """Where Trackio keeps its data: ``$TRACKIO_DIR``, else ``trackio`` in the Hugging Face
@@ -162,6 +167,21 @@ class _Project:
             if name != raw:
                 self.notes.add(self.file, f"run {raw!r}", f"not a tuneplane ID; as {name!r}")
         return name
+
+    def chunk(self, name: str, started: float, **parts: Any) -> RunChunk:
+        """A chunk of the tuneplane run ``name``, with its config, group and names."""
+        config = self.config(name)
+        raw = self._raw.get(name)
+        return RunChunk(
+            self.database.project,
+            name,
+            config,
+            started,
+            group=config_group(config),
+            display_name=raw if raw != name else None,
+            project_display_name=self.database.display_name,
+            **parts,
+        )
 
     def run_key(self, table: str) -> str:
         """The column naming a Trackio run in ``table`` (older files have no run ids)."""
@@ -285,10 +305,7 @@ def _chunks(project: _Project, runs: dict[str, list[ImportedLog]], rows: int) ->
 
 
 def _chunk(project: _Project, name: str, logs: tuple[ImportedLog, ...], rows: int) -> RunChunk:
-    started = min(log.time for log in logs)
-    config = project.config(name)
-    group = config_group(config)
-    return RunChunk(project.database.project, name, config, started, logs, (), rows, group)
+    return project.chunk(name, min(log.time for log in logs), logs=logs, rows=rows)
 
 
 def _alerts(project: _Project) -> Iterator[RunChunk]:
@@ -307,17 +324,7 @@ def _alerts(project: _Project) -> Iterator[RunChunk]:
         counted = len(rows)
         for name, alerts in runs.items():
             started = min(alert.time for alert in alerts)
-            config = project.config(name)
-            yield RunChunk(
-                project.database.project,
-                name,
-                config,
-                started,
-                (),
-                tuple(alerts),
-                counted,
-                config_group(config),
-            )
+            yield project.chunk(name, started, alerts=tuple(alerts), rows=counted)
             counted = 0
 
 
@@ -354,6 +361,4 @@ def _configured_only(project: _Project) -> Iterator[RunChunk]:
         rows = project.source.rows(
             "SELECT created_at FROM configs WHERE run_name = ? ORDER BY id LIMIT 1", (raw,)
         )
-        started = parse_time(rows[0][0] if rows else None) or 0.0
-        config = project.config(name)
-        yield RunChunk(project.database.project, name, config, started, group=config_group(config))
+        yield project.chunk(name, parse_time(rows[0][0] if rows else None) or 0.0)

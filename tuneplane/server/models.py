@@ -23,6 +23,8 @@ class IngestResult(BaseModel):
 
 class ProjectOut(BaseModel):
     project: str
+    #: The name the project was given when it is not its ID (``qwen2.5 evals``).
+    display_name: str | None = None
     created_at: float
     run_count: int
     updated_at: float | None

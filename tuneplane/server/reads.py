@@ -86,6 +86,7 @@ def list_projects(request: Request) -> Response:
         [
             {
                 "project": r.name,
+                "display_name": r.display_name,
                 "created_at": r.created_at,
                 "run_count": r.run_count,
                 "updated_at": r.updated_at,

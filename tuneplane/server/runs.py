@@ -41,7 +41,11 @@ async def create_run(request: Request, project: str) -> Response:
         project,
         wanted.run,
         wanted.config,
-        ProjectSetup(state.settings.default_visibility, caller_of(request).actor.user_id),
+        ProjectSetup(
+            state.settings.default_visibility,
+            caller_of(request).actor.user_id,
+            wanted.project_display_name,
+        ),
         wanted.meta,
     )
     with database.connect() as connection:

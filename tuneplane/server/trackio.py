@@ -207,7 +207,9 @@ async def _open_run(state: AppState, actor: Actor, write: RunWrite, call: Parsed
     """Create the run (and its project, set up as the run API does) with its config. A run
     that exists keeps the config it has: Trackio sends one on every ``init``, a resumed
     run's carrying a new ``_Created`` time, and a refusal would block its points forever."""
-    setup = ProjectSetup(state.settings.default_visibility, actor.user_id)
+    setup = ProjectSetup(
+        state.settings.default_visibility, actor.user_id, write.project_display_name
+    )
     key = (write.project, write.run)
     meta = RunMeta(display_name=write.display_name, group=config_group(write.config))
     try:

@@ -19,6 +19,7 @@ class ProjectRow:
     created_at: float
     run_count: int
     updated_at: float | None
+    display_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +64,11 @@ def list_projects(connection: Connection) -> list[ProjectRow]:
             projects.c.created_at,
             func.count(runs.c.id),
             func.max(runs.c.updated_at),
+            projects.c.display_name,
         )
         .outerjoin(runs, (runs.c.project_id == projects.c.id) & runs.c.deleted_at.is_(None))
         .where(projects.c.deleted_at.is_(None))
-        .group_by(projects.c.id, projects.c.name, projects.c.created_at)
+        .group_by(projects.c.id, projects.c.name, projects.c.created_at, projects.c.display_name)
         .order_by(projects.c.name)
     )
     return [ProjectRow(*row) for row in connection.execute(query)]

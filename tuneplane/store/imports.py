@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from sqlalchemy import Connection, update
 
@@ -31,7 +32,8 @@ def _open_run(
     when new; one that exists keeps its config, whatever the chunk's."""
     kept = False
     try:
-        meta = RunMeta(group=chunk.group)
+        meta = RunMeta(display_name=chunk.display_name, group=chunk.group)
+        setup = replace(setup, display_name=chunk.project_display_name)
         created = create_or_resume(connection, chunk.project, chunk.run, chunk.config, setup, meta)
     except Conflict:
         created, kept = False, True

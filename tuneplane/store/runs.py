@@ -88,6 +88,8 @@ class ProjectSetup:
 
     visibility: Visibility
     owner: int | None
+    #: The name people gave the project, when it is not its ID (kept from its creation).
+    display_name: str | None = None
 
 
 def create_or_resume(
@@ -114,7 +116,12 @@ def create_or_resume(
 def _create_project(connection: Connection, project: str, setup: ProjectSetup, now: float) -> None:
     project_id = connection.execute(
         upsert(connection, projects)
-        .values(name=project, created_at=now, visibility=setup.visibility)
+        .values(
+            name=project,
+            created_at=now,
+            visibility=setup.visibility,
+            display_name=setup.display_name if setup.display_name != project else None,
+        )
         .on_conflict_do_nothing(index_elements=[projects.c.name])
         .returning(projects.c.id)
     ).scalar_one_or_none()

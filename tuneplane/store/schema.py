@@ -290,6 +290,9 @@ round_tallies = Table(
 projects.append_column(Column("visibility", String(8), nullable=False, server_default="public"))
 # Whether a public project shows its runs' stdout/stderr to non-members.
 projects.append_column(Column("public_logs", Boolean, nullable=False, server_default="0"))
+# The name people gave the project (any printable text; its ID is derived from it by
+# contract.ids.id_for_name), kept from its creation; None when the name was its ID.
+projects.append_column(Column("display_name", String(256), nullable=True))
 
 # People: local accounts (a password hash) or single sign-on (issuer and subject).
 users = Table(
@@ -488,7 +491,7 @@ Index("ix_diagnoses_run", diagnoses.c.run_id, diagnoses.c.id)
 
 # What people say about a run: a display name (its ID, the address, never changes), the
 # group of runs it belongs to (a sweep, a seed set) and a note. Tags are in run_tags.
-runs.append_column(Column("display_name", String(200), nullable=True))
+runs.append_column(Column("display_name", String(256), nullable=True))
 runs.append_column(Column("run_group", String(128), nullable=True))
 runs.append_column(Column("note", Text, nullable=True))
 # A deleted run or project: its name is given up at once (it becomes "~deleted~<id>") and

@@ -59,7 +59,12 @@ function row(p) {
   return h(
     "tr",
     { dataset: { project: p.project } },
-    h("td", {}, h("a", { href: api.page.project(p.project), text: p.project })),
+    h(
+      "td",
+      {},
+      h("a", { href: api.page.project(p.project), text: p.display_name || p.project, title: p.project }),
+      p.display_name ? h("code", { class: "muted project-id", text: p.project }) : null,
+    ),
     h("td", { class: "num", text: fmtInt(p.run_count) }),
     h("td", { title: fmtTime(p.updated_at), text: fmtAgo(p.updated_at) }),
     h("td", {}, h("a", { href: api.page.reports(p.project), text: "alerts" })),

@@ -136,10 +136,12 @@ export async function runsPage(project) {
   columnsInput.addEventListener("change", () => change({ columns: listParam(columnsInput.value) }));
 
   const manage = h("div", { class: "panel manage-panel", hidden: true });
+  const heading = h("h1", { text: project });
+  showDisplayName(project, heading);
   const title = h(
     "div",
     { class: "title-line project-title" },
-    h("h1", { text: project }),
+    heading,
     // Anyone who reads the project reads its alert rules; the page offers editors the rest.
     h("a", { class: "button secondary alerts-link", href: alertsHref(project), text: "Alerts" }),
     you?.manage || you?.share ? h("a", { class: "button secondary access-link", href: accessHref(project), text: "Access" }) : null,
@@ -183,6 +185,17 @@ export async function runsPage(project) {
       // keep the last table; the next tick tries again
     }
   }, REFRESH_MS);
+}
+
+/** The name the project was given (qwen2.5 evals) as the heading, its ID beside it, when
+ * it has one; the ID stays when the list cannot be read. */
+async function showDisplayName(project, heading) {
+  try {
+    const shown = (await api.projects()).find((p) => p.project === project)?.display_name;
+    if (shown) heading.replaceChildren(shown, " ", h("code", { class: "muted project-id", text: project }));
+  } catch {
+    // the ID is a name too
+  }
 }
 
 function cell(value) {
