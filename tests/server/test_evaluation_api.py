@@ -683,3 +683,35 @@ def test_a_round_of_verdicts_has_a_mean_reward_and_none_without_rewards(api: Tes
     (other,) = rounds(api, "other")["rounds"]
     assert other["mean_reward"]["codes"] == ["no_rewards"]
     assert other["reward_coverage"]["codes"] == ["unknown_population"]
+
+
+def test_a_round_of_repeated_tasks_has_pass_at_k_and_a_clustered_interval(
+    api: TestClient,
+) -> None:
+    token = attempt(api)
+    outcomes = {"q1-r0": "success", "q1-r1": "failure", "q1-r2": "failure",
+                "q2-r0": "success", "q2-r1": "success", "q2-r2": "infra_error",
+                "q3-r0": "failure"}  # fmt: skip
+    events = [trial(f"e{i}", t, status) for i, (t, status) in enumerate(outcomes.items())]
+    assert tally(send(api, token, population("p", 7), *events)) == (8, 0)
+    found = api.get("/api/v1/projects/demo/runs/eval-run/evaluation/val-1").json()
+    repeats = found["repeats"]
+    assert (repeats["tasks"], repeats["most_repeats"]) == (3, 3)
+    # q1: 1 of 3, q2: 2 of 2 (the errored repeat has no verdict), q3: 0 of 1.
+    assert repeats["pass_at"] == [
+        {"k": 1, "value": pytest.approx((1 / 3 + 1 + 0) / 3), "tasks": 3},
+        {"k": 2, "value": pytest.approx((1 - 1 / 3 + 1) / 2), "tasks": 2},
+        {"k": 3, "value": 1.0, "tasks": 1},
+    ]
+    clustered = repeats["clustered_rate"]
+    assert clustered["value"] == pytest.approx(3 / 6)  # the scored trials' success rate
+    assert found["success_rate"]["value"] == pytest.approx(clustered["value"])
+    low, high = clustered["interval95"]
+    assert 0 <= low < 0.5 < high <= 1
+    assert "cluster" in clustered["method"]
+
+
+def test_a_round_without_repeats_has_none(api: TestClient) -> None:
+    token = attempt(api)
+    send(api, token, trial("t1", "q1", "success"), trial("t2", "q2", "failure"))
+    assert api.get("/api/v1/projects/demo/runs/eval-run/evaluation/val-1").json()["repeats"] is None

@@ -29,6 +29,7 @@ from tuneplane.evaluation.outcomes import (
     scoring_coverage,
     success_rate,
 )
+from tuneplane.evaluation.repeats import TaskOutcomes, by_task, clustered_rate, pass_at
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import catalog, evaluation
@@ -192,8 +193,37 @@ def read_round(
 ) -> Response:
     """One round of one execution attempt, as in the list; 404 when it does not exist."""
     with app_state(request).database.connect() as connection:
-        _, chosen, state, attempts = _round(connection, project, run, round_id, attempt)
-    return JSON({**_round_json(state), "execution_attempt": chosen, "execution_attempts": attempts})
+        run_id, chosen, state, attempts = _round(connection, project, run, round_id, attempt)
+        scored = evaluation.scored_trials(connection, run_id, chosen, round_id)
+    return JSON(
+        {
+            **_round_json(state),
+            "execution_attempt": chosen,
+            "execution_attempts": attempts,
+            "repeats": repeats_json(by_task(scored)),
+        }
+    )
+
+
+def repeats_json(tasks: dict[str, TaskOutcomes]) -> dict[str, Any] | None:
+    """pass@k and the clustered interval of a round whose tasks ran more than once; null
+    when none did (every number of the round is then the plain success rate's)."""
+    passes = pass_at(tasks)
+    if not passes:
+        return None
+    clustered = clustered_rate(tasks)
+    return {
+        "tasks": len(tasks),
+        "most_repeats": max(passes),
+        "pass_at": [{"k": k, "value": value, "tasks": n} for k, (value, n) in passes.items()],
+        "clustered_rate": None
+        if clustered is None
+        else {
+            "value": clustered.rate,
+            "interval95": [clustered.low, clustered.high],
+            "method": clustered.method,
+        },
+    }
 
 
 @router.get(RUN + "/evaluation/{round_id}/trials")

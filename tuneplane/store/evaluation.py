@@ -196,6 +196,20 @@ def trial_page(
     return [TrialRow(*row) for row in connection.execute(query)]
 
 
+def scored_trials(
+    connection: Connection, run_id: int, attempt: int, round_id: str
+) -> list[tuple[str, str]]:
+    """``(trial_id, status)`` of the round's current outcomes that have a verdict (success
+    or failure), for the numbers of repeated tasks (evaluation.repeats)."""
+    query = select(trial_current.c.trial_id, trial_current.c.status).where(
+        trial_current.c.run_id == run_id,
+        trial_current.c.execution_attempt == attempt,
+        trial_current.c.round_id == round_id,
+        trial_current.c.status.in_(("success", "failure")),
+    )
+    return [(row.trial_id, row.status) for row in connection.execute(query)]
+
+
 def trials_by_id(
     connection: Connection, run_id: int, attempt: int, round_id: str, trial_ids: list[str]
 ) -> dict[str, TrialRow]:
