@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from tuneplane.contract.settings import SettingError
-from tuneplane.server.settings import SETTINGS, Secret, Settings
+from tuneplane.server.settings import SETTINGS, Secret, Settings, SlurmSettings
 
 DOCS = Path(__file__).parents[2] / "docs" / "configuration.md"
 
@@ -52,6 +52,19 @@ def test_every_setting_is_documented_with_its_default() -> None:
             {"TUNEPLANE_DATABASE_URL": "sqlite:///ok.db"},
             {"database_url": "sqlite://"},
             ["--database-url='sqlite://': must be sqlite:///PATH or postgresql://user@host/db"],
+        ),
+        (
+            {"TUNEPLANE_SLURM_CONF": "slurm.conf"},
+            {},
+            [
+                "TUNEPLANE_SLURM_CONF='slurm.conf': must be default or the absolute path of an "
+                "existing slurm.conf"
+            ],
+        ),
+        (
+            {"TUNEPLANE_SLURM_PARTITION": "gpu"},
+            {},
+            ["TUNEPLANE_SLURM_PARTITION: set without TUNEPLANE_SLURM_CONF"],
         ),
     ],
 )
@@ -115,3 +128,14 @@ def test_environment_names_and_precedence(tmp_path: Path) -> None:
     assert Settings.from_env({}).ingest_secret is None
     flags = Settings.from_env({"TUNEPLANE_DIR": "/env"}, data_dir=str(tmp_path), port=9)
     assert (flags.data_dir, flags.port) == (tmp_path, 9)
+
+
+def test_the_slurm_engine_settings(tmp_path: Path) -> None:
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("")
+    environ = {"TUNEPLANE_DIR": str(tmp_path), "TUNEPLANE_SLURM_PARTITION": "gpu"}
+    given = Settings.from_env({**environ, "TUNEPLANE_SLURM_CONF": str(conf)})
+    assert given.slurm == SlurmSettings(conf, "gpu")
+    default = Settings.from_env({**environ, "TUNEPLANE_SLURM_CONF": "default"})
+    assert default.slurm == SlurmSettings(None, "gpu")
+    assert Settings.from_env({"TUNEPLANE_DIR": str(tmp_path)}).slurm is None

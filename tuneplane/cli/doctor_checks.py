@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 import httpx
 
 if TYPE_CHECKING:  # the server's packages are imported only where its checks run
+    from tuneplane.launch.engines.base import Engine
+    from tuneplane.launch.readiness import Capacity
     from tuneplane.server.settings import Settings
 
 #: Seconds a stream's first bytes may take before the doctor calls it buffered (the server
@@ -145,12 +147,13 @@ _VERDICTS: Final[dict[str, Verdict]] = {"passed": "ok", "failed": "fail", "not_c
 
 
 def launch_checks(settings: Settings) -> Iterator[Check]:
-    """The recipes read as the server reads them, and whether the local engine could run
-    each now: fleet fit and runtime resolution on this machine (docs/launch.md)."""
+    """The recipes read as the server reads them, each engine the settings configure asked
+    what it has now, and whether its engine could run each recipe: fleet fit and runtime
+    resolution (docs/launch.md)."""
     from tuneplane.contract.settings import SettingError
-    from tuneplane.launch.engines.local import machine_capacity
     from tuneplane.launch.readiness import check_fleet, check_runtime
     from tuneplane.launch.recipes import load_recipes
+    from tuneplane.server.launch import open_engines
 
     directory = settings.recipes_dir
     if directory is None:
@@ -163,12 +166,36 @@ def launch_checks(settings: Settings) -> Iterator[Check]:
         what = f"the recipes have {count} problem{'s' * (count != 1)}, the first: "
         yield Check("fail", what + exc.problems[0], "fix each line `tuneplane serve` prints")
         return
-    capacity = machine_capacity()
-    has = f"{capacity.cpus} CPUs, {capacity.memory_gb:.1f} GB, {capacity.gpus} GPUs"
-    yield Check("ok", f"{len(recipes)} recipes in {directory}; the local engine has {has}")
+    yield Check("ok", f"{len(recipes)} recipes in {directory}")
+    capacities: dict[str, Capacity | None] = {}
+    for name, engine in open_engines(settings).items():
+        answer, capacities[name] = _engine_check(engine)
+        yield answer
     for name in sorted(recipes):
-        for check in (check_fleet(recipes[name], capacity), check_runtime(recipes[name])):
+        recipe = recipes[name]
+        if recipe.engine not in capacities:
+            yield Check("fail", f"recipe {name}: the {recipe.engine} engine is not configured",
+                        "set its settings (docs/configuration.md)")  # fmt: skip
+            continue
+        capacity = capacities[recipe.engine]
+        if capacity is None:
+            yield Check("skip", f"recipe {name}: the {recipe.engine} engine did not answer")
+            continue
+        for check in (check_fleet(recipe, capacity), check_runtime(recipe)):
             yield Check(_VERDICTS[check.status], f"recipe {name}: {check.reason}")
+
+
+def _engine_check(engine: Engine) -> tuple[Check, Capacity | None]:
+    """What the engine reports it has now; None when it does not answer."""
+    from tuneplane.launch.engines.base import EngineUnavailable
+
+    try:
+        capacity = engine.capacity()
+    except EngineUnavailable as exc:
+        return Check("fail", f"the {engine.name} engine does not answer: {exc}",
+                     "check its settings and that its service runs"), None  # fmt: skip
+    has = f"{capacity.cpus} CPUs, {capacity.memory_gb:.1f} GB, {capacity.gpus} GPUs"
+    return Check("ok", f"the {engine.name} engine has {has}"), capacity
 
 
 def run_checks(

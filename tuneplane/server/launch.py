@@ -12,6 +12,7 @@ from pathlib import Path as FilePath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Request
+from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
@@ -35,6 +36,7 @@ from tuneplane.contract.launch import (
 from tuneplane.contract.limits import ROW_ID_MAX
 from tuneplane.launch.engines.base import Engine, EngineUnavailable, JobSpec, StateChange
 from tuneplane.launch.engines.local import LocalEngine
+from tuneplane.launch.engines.slurm import SlurmEngine
 from tuneplane.launch.readiness import Report, check_readiness
 from tuneplane.launch.recipes import Recipe
 from tuneplane.server.access import caller_of
@@ -158,16 +160,15 @@ def _job_spec(
     )
 
 
+def _set_state(connection: Connection, change: StateChange) -> None:
+    store_launch.set_state(
+        connection, change.job_id, change.state, change.exit_code, change.reason, change.engine_id
+    )
+
+
 async def record_changes(state: AppState, changes: list[StateChange]) -> None:
     for change in changes:
-        await state.database.write(
-            store_launch.set_state,
-            change.job_id,
-            change.state,
-            change.exit_code,
-            change.reason,
-            change.engine_id,
-        )
+        await state.database.write(_set_state, change)
 
 
 def _refused(report: Report) -> InvalidInput:
@@ -214,7 +215,7 @@ async def _submit(
         engine = state.engines[recipe.engine]  # a ready report: the server has it
         spec = _job_spec(state, project, report, launched, checkout)
         await run_in_threadpool(engine.submit, spec)
-        await record_changes(state, await run_in_threadpool(engine.poll))
+        await record_changes(state, await run_in_threadpool(_poll, engine))
     else:
         _remove(checkout)  # a retry that lost the race: the first one's job stands
     return report, launched
@@ -288,7 +289,7 @@ async def cancel_job(request: Request, project: str, job_id: JobId) -> Response:
         raise Unavailable(f"engine: the {engine.name} engine did not answer: {exc}") from exc
     if not cancelled:
         raise Conflict(f"job: {job_id} is not run by this server process")
-    await record_changes(state, await run_in_threadpool(engine.poll))
+    await record_changes(state, await run_in_threadpool(_poll, engine))
     with state.database.connect() as connection:
         return JSON(store_launch.get_job(connection, project, job_id))
 
@@ -297,6 +298,8 @@ def open_engines(settings: Settings) -> dict[str, Engine]:
     """The engines this server drives, by name: local always, the others when the
     settings configure them."""
     engines: dict[str, Engine] = {"local": LocalEngine()}
+    if settings.slurm is not None:
+        engines["slurm"] = SlurmEngine(settings.slurm.conf, settings.slurm.partition)
     if settings.ray_address is not None:
         # Imported only here: the ray package is an extra, and heavy to import.
         from tuneplane.launch.engines.ray import RayEngine
@@ -338,11 +341,4 @@ def stop_jobs(state: AppState) -> None:
     """The server stops: its local jobs stop with it, and the store says so."""
     for engine in state.engines.values():
         for change in engine.stop():
-            state.database.run_write(
-                store_launch.set_state,
-                change.job_id,
-                change.state,
-                change.exit_code,
-                change.reason,
-                change.engine_id,
-            )
+            state.database.run_write(_set_state, change)

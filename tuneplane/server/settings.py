@@ -345,6 +345,30 @@ LAUNCH_MAX_GPUS: Final = Setting(
 )
 
 
+def _slurm_conf(raw: str) -> str | None:
+    if raw == "default":
+        return raw
+    path = Path(raw)
+    return str(path.resolve()) if path.is_absolute() and path.is_file() else None
+
+
+SLURM_CONF: Final = Setting(
+    "TUNEPLANE_SLURM_CONF",
+    rules.Rule("must be default or the absolute path of an existing slurm.conf", _slurm_conf),
+    None,
+    'The Slurm cluster recipes with engine = "slurm" run on: its slurm.conf (given to '
+    "sbatch, squeue, scontrol, sacct, scancel and sinfo as SLURM_CONF), or default for the "
+    "commands' own. Unset: no Slurm engine.",
+)
+SLURM_PARTITION: Final = Setting(
+    "TUNEPLANE_SLURM_PARTITION",
+    rules.text("must be a partition name: printable ASCII without spaces"),
+    None,
+    "The partition Slurm jobs are submitted to and fleet fit reads (with "
+    "TUNEPLANE_SLURM_CONF). Unset: the cluster's default partition.",
+)
+
+
 OIDC_ISSUER: Final = Setting(
     "TUNEPLANE_OIDC_ISSUER",
     rules.Rule(
@@ -445,6 +469,8 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     DIAGNOSIS_MODEL,
     DIAGNOSIS_KEY,
     LOST_HEARTBEAT,
+    SLURM_CONF,
+    SLURM_PARTITION,
     RECIPES_DIR,
     LAUNCH_MAX_JOBS,
     LAUNCH_MAX_GPUS,
@@ -463,6 +489,15 @@ class OidcSettings:
     allow: oidc.AllowList
     org_claim: str = "groups"
     name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmSettings:
+    """The Slurm cluster launched jobs may run on."""
+
+    #: Its slurm.conf; None: the commands' own default.
+    conf: Path | None
+    partition: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,6 +534,7 @@ class Settings:
     diagnosis: DiagnosisSettings | None = None
     lost_heartbeat: float = LOST_HEARTBEAT_SECONDS_DEFAULT
     trusted_proxies: tuple[ProxyNetwork, ...] = ()
+    slurm: SlurmSettings | None = None
     #: Launch recipes (launch/recipes.py) and the admission policy of launched jobs.
     recipes_dir: Path | None = None
     launch_max_jobs: int = LAUNCH_MAX_JOBS_DEFAULT
@@ -545,6 +581,7 @@ class Settings:
             diagnosis=_diagnosis(reader),
             lost_heartbeat=reader.read(LOST_HEARTBEAT),
             trusted_proxies=reader.get(TRUSTED_PROXIES) or (),
+            slurm=_slurm(reader),
             recipes_dir=reader.get(RECIPES_DIR),
             launch_max_jobs=reader.read(LAUNCH_MAX_JOBS),
             launch_max_gpus=reader.read(LAUNCH_MAX_GPUS),
@@ -552,6 +589,15 @@ class Settings:
         )
         reader.done()
         return settings
+
+
+def _slurm(reader: Reader) -> SlurmSettings | None:
+    conf, partition = reader.get(SLURM_CONF), reader.get(SLURM_PARTITION)
+    if conf is None:
+        if partition is not None:
+            reader.problems.append("TUNEPLANE_SLURM_PARTITION: set without TUNEPLANE_SLURM_CONF")
+        return None
+    return SlurmSettings(None if conf == "default" else Path(conf), partition)
 
 
 def _diagnosis(reader: Reader) -> DiagnosisSettings | None:
