@@ -21,7 +21,13 @@ from tests.launch.slurm_cluster import NODE_GPUS, Cluster, slurm_cluster, write_
 from tests.launch.test_submit import LAUNCH, PROJECT, Server
 from tests.serving import running_server
 from tests.test_doctor import doctor
-from tuneplane.launch.engines.slurm import JOB_NAME_PREFIX, parse_show_job
+from tuneplane.launch.engines.slurm import (
+    JOB_NAME_PREFIX,
+    SlurmJob,
+    job_state,
+    parse_show_job,
+    parse_sinfo,
+)
 
 SLURM_TINY = TINY.replace('engine = "local"', 'engine = "slurm"')
 
@@ -213,3 +219,36 @@ def test_doctor_asks_the_configured_slurm_engine(tmp_path: Path, cluster: Cluste
     env.pop("TUNEPLANE_SLURM_CONF")
     lines = doctor("--data-dir", data, **env).stdout.splitlines()
     assert "FAIL  recipe one_gpu: the slurm engine is not configured" in lines
+
+
+@pytest.mark.parametrize(
+    ("state", "exit_code", "signal", "ours", "expected"),
+    [
+        ("PENDING", 0, 0, False, ("pending", None, "pending in Slurm (Priority)")),
+        ("REQUEUED", 0, 0, False, ("pending", None, "requeued in Slurm (Priority)")),
+        ("SUSPENDED", 0, 0, False, ("running", None, "suspended in Slurm as job 7")),
+        ("COMPLETED", 0, 0, False, ("succeeded", 0, "exited with 0")),
+        ("FAILED", 2, 0, False, ("failed", 2, "exited with 2")),
+        ("TIMEOUT", 0, 15, False, ("failed", None, "stopped by Slurm at its time limit")),
+        ("OUT_OF_MEMORY", 0, 9, False, ("failed", None, "ran out of memory")),
+        ("CANCELLED+", 0, 15, True, ("cancelled", None, "cancelled")),
+        ("NODE_FAIL", 0, 0, False, ("lost", None, "its node failed")),
+        ("PREEMPTED", 0, 0, False, ("lost", None, "preempted by Slurm")),
+        ("SOMETHING_NEW", 0, 0, False, ("lost", None, "Slurm says SOMETHING_NEW")),
+    ],
+)
+def test_the_states_slurm_reports_that_this_cluster_does_not_reach(
+    state: str, exit_code: int, signal: int, ours: bool, expected: tuple[object, ...]
+) -> None:
+    job = SlurmJob("7", "tuneplane-1", 0, state, "Priority", exit_code, signal)
+    assert job_state(job, cancelled_here=ours) == expected
+
+
+def test_fleet_fit_reads_the_largest_node_that_is_up() -> None:
+    shown = parse_sinfo(
+        "a|64|512000|gpu:a100:4(S:0-1)|mix\n"
+        "b|128|256000|(null)|idle\n"
+        "c|256|1024000|gpu:8|down*\n"
+        "d|8|16000|gpu:h100:2,gpu:l4:1|drain\n"
+    )
+    assert (shown.cpus, shown.memory_gb, shown.gpus) == (128, 500.0, 4)
