@@ -51,11 +51,11 @@ def _home(directory: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _serve(home: Path, cluster: Cluster, log: str) -> Iterator[Server]:
+def _serve(home: Path, conf: Path, log: str) -> Iterator[Server]:
     env = {
         "TUNEPLANE_DIR": str(home / "data"),
         "TUNEPLANE_RECIPES_DIR": str(home / "recipes"),
-        "TUNEPLANE_SLURM_CONF": str(cluster.conf),
+        "TUNEPLANE_SLURM_CONF": str(conf),
     }
     url = f"sqlite:///{home / 'data' / 'tuneplane.db'}"
     with running_server("--database-url", url, env=env, output=home / log) as base:
@@ -68,7 +68,7 @@ def _serve(home: Path, cluster: Cluster, log: str) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, cluster: Cluster) -> Iterator[Server]:
     home = _home(tmp_path_factory.mktemp("server"))
-    with _serve(home, cluster, "server.log") as server:
+    with _serve(home, cluster.conf, "server.log") as server:
         made = server.http.post(f"/api/v1/projects/{PROJECT}/runs", json={"run": "seed"})
         assert made.status_code == 201, made.text
         yield server
@@ -183,17 +183,34 @@ def test_jobs_ended_behind_tuneplanes_back_are_lost(server: Server, cluster: Clu
 
 def test_a_restarted_server_finds_its_slurm_jobs_again(tmp_path: Path, cluster: Cluster) -> None:
     home = _home(tmp_path)
-    with _serve(home, cluster, "server.log") as server:
+    with _serve(home, cluster.conf, "server.log") as server:
         server.http.post(f"/api/v1/projects/{PROJECT}/runs", json={"run": "seed"})
         job_id, job = _running(server, "slurm-outlives")
     # The server stopped; its Slurm job goes on without it, and is found again.
     shown = cluster.command("scontrol", "show", "job", "--oneliner", str(job["engine_id"]))
     assert parse_show_job(shown)[0].state == "RUNNING"
-    with _serve(home, cluster, "server-again.log") as again:
+    with _serve(home, cluster.conf, "server-again.log") as again:
         assert again.job(job_id)["state"] == "running"
         answer = again.http.post(f"{LAUNCH}/jobs/{job_id}/cancel")
         assert answer.status_code == 200, answer.text
         assert again.wait(job_id, "cancelled", "failed", "lost")["state"] == "cancelled"
+
+
+def test_a_cluster_that_does_not_answer_is_a_failed_check_request(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    dead = write_conf(tmp_path / "dead")  # nothing listens on its ports
+    with _serve(home, dead, "server.log") as server:
+        made = server.http.post(f"/api/v1/projects/{PROJECT}/runs", json={"run": "seed"})
+        assert made.status_code == 201, made.text
+        body = {"recipe": "on_slurm", "parameters": {"mode": "ok"}}
+        for answer in (server.http.post(f"{LAUNCH}/preview", json=body), server.launch(body)):
+            assert answer.status_code == 503, answer.text
+            message = answer.json()["error"]["message"]
+            assert message.startswith("engine: the slurm engine did not answer: sinfo failed")
+        assert server.jobs() == []
+        # The local engine beside it still answers.
+        local = server.http.post(f"{LAUNCH}/preview", json={**body, "recipe": "tiny"})
+        assert local.json()["ready"] is True
 
 
 def test_doctor_asks_the_configured_slurm_engine(tmp_path: Path, cluster: Cluster) -> None:
