@@ -2,11 +2,13 @@
 the package's own ``ray start``): fleet fit from the cluster's nodes, jobs that report into
 their runs, their states to succeeded, failed and cancelled (by a cancel, by the time
 limit), jobs a restarted server finds again (one of them lost: its process was killed), a
-job the cluster does not know (lost), and a submission tried again that starts no second
-job."""
+job the cluster does not know (lost), a submission tried again that starts no second job,
+and tuneplane doctor asking the cluster."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -252,3 +254,28 @@ def test_a_submission_handed_over_again_starts_no_second_ray_job(
         (7, "lost", "the Ray cluster no longer knows tuneplane-7-0000000000000000"),
         (8, "lost", "the server stopped before handing it to the Ray cluster"),
     ]
+
+
+def test_doctor_asks_the_ray_cluster_and_judges_its_recipes_by_it(
+    server: Server, cluster: str, tmp_path: Path
+) -> None:
+    recipes = _write_recipes(tmp_path / "recipes")
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    base = str(server.http.base_url)
+    said = {}
+    for address in (cluster, nowhere):
+        done = subprocess.run(
+            [sys.executable, "-m", "tuneplane.cli", "doctor", "--server", base],
+            env={**os.environ, "TUNEPLANE_DIR": str(tmp_path / "data"),
+                 "TUNEPLANE_RECIPES_DIR": str(recipes), "TUNEPLANE_RAY_ADDRESS": address},
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert "Traceback" not in done.stderr, done.stderr
+        said[address] = done.stdout.splitlines()
+    assert any(line.startswith("OK    the ray engine has 2 CPUs") for line in said[cluster])
+    assert any(line.startswith("OK    recipe ray_tiny: needs 1 CPUs") for line in said[cluster])
+    assert any(line.startswith("FAIL  recipe ray_big: too few CPUs (needs 64, has 2)")
+               for line in said[cluster])  # fmt: skip
+    assert any(line.startswith(f"FAIL  the ray engine does not answer: Ray at {nowhere}")
+               for line in said[nowhere])  # fmt: skip
+    assert "SKIP  recipe ray_tiny: the ray engine did not answer" in said[nowhere]
