@@ -137,6 +137,20 @@ SERVE_CASES = [
     ],
     *[
         (
+            "TUNEPLANE_SLURM_CONF",
+            raw,
+            f"TUNEPLANE_SLURM_CONF={raw!r}: must be default or the absolute path of an "
+            "existing slurm.conf",
+        )
+        for raw in ("slurm.conf", "/no/such/slurm.conf")
+    ],
+    (
+        "TUNEPLANE_SLURM_PARTITION",
+        "a b",
+        "TUNEPLANE_SLURM_PARTITION='a b': must be a partition name: printable ASCII without spaces",
+    ),
+    *[
+        (
             "TUNEPLANE_LAUNCH_MAX_JOBS",
             raw,
             f"TUNEPLANE_LAUNCH_MAX_JOBS={raw!r}: must be a whole number of jobs from 1 to 100000",
