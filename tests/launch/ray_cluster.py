@@ -45,6 +45,8 @@ def _cluster_processes(temp_dir: str) -> list[psutil.Process]:
     line (the GCS, the raylet, the dashboard, the monitors) and all their children."""
     found: dict[int, psutil.Process] = {}
     for process in psutil.process_iter(["cmdline"]):
+        if process.pid == os.getpid():
+            continue  # whatever its own command line says, the caller is not the cluster
         if any(temp_dir in part for part in process.info["cmdline"] or ()):
             found[process.pid] = process
             for child in process.children(recursive=True):
