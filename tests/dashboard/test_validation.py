@@ -265,3 +265,30 @@ def test_trajectories_the_blob_store_refused_are_said_on_their_round(
         expect(row.locator(".col-success")).to_have_text("1")
         context.close()
         s3.create_bucket(Bucket=s3_bucket)  # so that the server's readiness holds at exit
+
+
+def test_a_round_of_repeated_tasks_shows_pass_at_k_and_a_clustered_interval(
+    page: Page, seeded: Seeded
+) -> None:
+    token = new_attempt(seeded.base, seeded.admin_key, "repeats")
+    outcomes = {"q1-r0": "success", "q1-r1": "failure", "q2-r0": "success", "q2-r1": "success"}
+    events = [trial("val-k", t, status) for t, status in outcomes.items()]
+    post_observations(seeded.base, token, [population("val-k", 4), *events])
+    read = httpx.get(f"{seeded.base}/api/v1/projects/lab/runs/repeats/evaluation/val-k").json()
+    clustered = read["repeats"]["clustered_rate"]
+    page.goto("/projects/lab/runs/repeats?tab=validation")
+    page.locator('.rounds-table tr[data-round="val-k"]').get_by_role(
+        "button", name="Inspect trial results"
+    ).click()
+    repeats = page.locator(".inspector .repeats")
+    expect(repeats).to_contain_text("2 tasks, up to 2 repeats (scored trials only)")
+    expect(repeats.locator('.pass-at[data-k="1"]')).to_have_text("pass@1 75.0%")
+    expect(repeats.locator('.pass-at[data-k="2"]')).to_have_text("pass@2 100.0%")
+    low, high = clustered["interval95"]
+    expect(repeats.locator(".clustered")).to_contain_text(
+        f"success rate 75.0%, 95% CI {pct(low)}{DASH}{pct(high)} with each task's repeats"
+    )
+    # A round without repeats says nothing of them.
+    page.goto(BASE + "?tab=validation&round=val-1")
+    expect(page.locator(".inspector .trials-table tbody tr").first).to_be_visible()
+    expect(page.locator(".inspector .repeats")).to_be_hidden()

@@ -20,6 +20,9 @@ const roundPath = (project, run, round) => `${runPath(project, run)}/evaluation/
 /** Rounds of one execution attempt: {state, execution_attempt, execution_attempts, rounds}. */
 export const evaluation = (project, run, attempt = null) => getJSON(`${runPath(project, run)}/evaluation${query({ attempt })}`);
 
+/** One round, with `repeats` (pass@k, the clustered interval) when its tasks ran more than once. */
+export const round = (project, run, roundId, attempt) => getJSON(`${roundPath(project, run, roundId)}${query({ attempt })}`);
+
 /** One page of current outcomes by trial id: {execution_attempt, trials, next}. */
 export const trials = (project, run, round, attempt, { status = null, after = null, limit = null } = {}) =>
   getJSON(`${roundPath(project, run, round)}/trials${query({ attempt, status, after, limit })}`);

@@ -10,7 +10,7 @@ import { debug } from "../lib/debug.js";
 import { h } from "../lib/dom.js";
 import { fmtInt, fmtNum, fmtTime } from "../lib/format.js";
 import { replaceParams } from "../lib/url.js";
-import { STATUS_MANY, STATUSES, statusBadge } from "./figures.js";
+import { fmtPct, STATUS_MANY, STATUSES, statusBadge } from "./figures.js";
 import { index as trajectoryIndex, pageHref } from "../trajectories/api.js";
 import { textNotes } from "../trajectories/text.js";
 
@@ -34,6 +34,7 @@ export class TrialInspector {
 
     this.title = h("h2", { class: "section-title" });
     this.protocol = h("p", { class: "muted protocol" });
+    this.repeats = h("div", { class: "repeats", hidden: true });
     this.filters = h("nav", { class: "outcome-filters", "aria-label": "filter by status" });
     this.rows = h("tbody");
     this.table = h(
@@ -66,6 +67,7 @@ export class TrialInspector {
         h("button", { type: "button", class: "secondary", text: "close", onclick: onClose }),
       ),
       this.protocol,
+      this.repeats,
       this.filters,
       h("div", { class: "trials-body" }, h("div", { class: "trials-list" }, this.table, h("div", { class: "pager" }, this.prev, this.where, this.nextButton)), this.history),
     );
@@ -73,7 +75,35 @@ export class TrialInspector {
 
   start() {
     this.renderHead();
-    return Promise.all([this.loadPage(), this.trial ? this.loadHistory() : null]);
+    return Promise.all([this.loadPage(), this.trial ? this.loadHistory() : null, this.loadRepeats()]);
+  }
+
+  /** pass@k and the clustered interval, when the round's tasks ran more than once. */
+  async loadRepeats() {
+    const { project, run } = this.ref;
+    let repeats = null;
+    try {
+      repeats = (await api.round(project, run, this.round.round_id, this.attempt)).repeats;
+    } catch (error) {
+      debug("round read failed", error);
+    }
+    this.repeats.hidden = !repeats;
+    if (!repeats) return;
+    const passes = repeats.pass_at.map(({ k, value, tasks }) =>
+      h("span", { class: "pass-at", dataset: { k: String(k) }, title: `mean over the ${fmtInt(tasks)} tasks run at least ${k} times`, text: `pass@${k} ${fmtPct(value)}` }),
+    );
+    const clustered = repeats.clustered_rate;
+    this.repeats.replaceChildren(
+      h("span", { class: "muted", text: `${fmtInt(repeats.tasks)} tasks, up to ${repeats.most_repeats} repeats (scored trials only): ` }),
+      ...passes.flatMap((item, i) => (i ? [" · ", item] : [item])),
+      clustered
+        ? h("span", {
+            class: "clustered",
+            title: clustered.method,
+            text: `; success rate ${fmtPct(clustered.value)}, 95% CI ${fmtPct(clustered.interval95[0])}–${fmtPct(clustered.interval95[1])} with each task's repeats as one cluster`,
+          })
+        : null,
+    );
   }
 
   /** New counts for the round: redraw the filters and fetch the page and history again. */

@@ -125,7 +125,7 @@ export class ValidationView {
       "expected",
       ...STATUSES.map(([, many]) => many),
       "not yet reported",
-      "success rate",
+      "success rate (of scored)",
       "scoring coverage",
       "reward coverage",
       "mean reward",
