@@ -36,6 +36,8 @@ def test_incomplete_rounds_show_transitions_and_which_condition_failed(page: Pag
     codes = reasons.evaluate_all("items => items.map(i => [i.dataset.code, i.dataset.side])")
     assert codes == [["left_incomplete_coverage", "left"], ["right_incomplete_coverage", "right"]]
     expect(page.locator(".difference-value")).to_have_count(0)
+    # Neither seeded round recorded a checkpoint: each side says so.
+    expect(page.locator(".side-card .checkpoint dd")).to_have_text(["not recorded"] * 2)
 
 
 def test_a_round_is_picked_on_each_side_and_the_difference_shown(page: Page) -> None:

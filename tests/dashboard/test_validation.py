@@ -267,16 +267,21 @@ def test_trajectories_the_blob_store_refused_are_said_on_their_round(
         s3.create_bucket(Bucket=s3_bucket)  # so that the server's readiness holds at exit
 
 
-def test_a_round_of_repeated_tasks_shows_pass_at_k_and_a_clustered_interval(
+def test_a_round_of_repeated_tasks_shows_its_checkpoint_pass_at_k_and_clustered_interval(
     page: Page, seeded: Seeded
 ) -> None:
     token = new_attempt(seeded.base, seeded.admin_key, "repeats")
     outcomes = {"q1-r0": "success", "q1-r1": "failure", "q2-r0": "success", "q2-r1": "success"}
     events = [trial("val-k", t, status) for t, status in outcomes.items()]
-    post_observations(seeded.base, token, [population("val-k", 4), *events])
+    checkpoint = {"event_id": "ckpt", "type": "event", "name": "evaluation/checkpoint",
+                  "fields": {"round_id": "val-k", "checkpoint": "qwen-step-400 <b>"}}  # fmt: skip
+    post_observations(seeded.base, token, [population("val-k", 4), checkpoint, *events])
     read = httpx.get(f"{seeded.base}/api/v1/projects/lab/runs/repeats/evaluation/val-k").json()
     clustered = read["repeats"]["clustered_rate"]
     page.goto("/projects/lab/runs/repeats?tab=validation")
+    expect(page.locator('tr[data-round="val-k"] .checkpoint')).to_have_text(
+        " checkpoint qwen-step-400 <b>"
+    )
     page.locator('.rounds-table tr[data-round="val-k"]').get_by_role(
         "button", name="Inspect trial results"
     ).click()

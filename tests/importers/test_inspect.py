@@ -19,11 +19,11 @@ from tests.client.runs import PROJECT, Server
 from tests.importers.inspect_logs import write_logs
 from tests.importers.jobs import body, events, job, rounds, trajectories, trials
 from tuneplane.contract.ids import task_and_repeat
+from tuneplane.contract.observations import CHECKPOINT_EVENT
 from tuneplane.importers.inspect_eval import import_inspect, sample_key, trial_id
 from tuneplane.importers.inspect_protocol import SAMPLE_EVENT, TASK_EVENT
 from tuneplane.importers.problems import ImportRefused
 from tuneplane.importers.snapshot import (
-    CHECKPOINT_EVENT,
     read_snapshot,
     read_snapshots,
     write_snapshot_files,

@@ -15,7 +15,8 @@ from tests.importers.cohort import DATAGEN, make_trial, plan, trial_result, writ
 from tests.importers.jobs import body, events, job, rounds, trajectories, trials
 from tests.importers.lm_eval_runs import LMEH, record, results, write_run
 from tests.importers.test_import import FIXTURE_TRIALS
-from tuneplane.importers.snapshot import CHECKPOINT_EVENT, read_snapshot
+from tuneplane.contract.observations import CHECKPOINT_EVENT
+from tuneplane.importers.snapshot import read_snapshot
 
 
 def harbor_script(tmp_path: Path, *extra: str) -> tuple[str, Path]:

@@ -715,3 +715,33 @@ def test_a_round_without_repeats_has_none(api: TestClient) -> None:
     token = attempt(api)
     send(api, token, trial("t1", "q1", "success"), trial("t2", "q2", "failure"))
     assert api.get("/api/v1/projects/demo/runs/eval-run/evaluation/val-1").json()["repeats"] is None
+
+
+def checkpoint_event(event_id: str, name: str, round_id: str = "val-1") -> dict[str, Any]:
+    """As the importers and the coordinator record a round's checkpoint beside it."""
+    return {
+        "event_id": event_id,
+        "type": "event",
+        "name": "evaluation/checkpoint",
+        "fields": {"round_id": round_id, "checkpoint": name, "checkpoint_digest": "sha256:ab"},
+    }
+
+
+def test_a_round_s_checkpoint_is_on_its_reads_and_the_matched_view(api: TestClient) -> None:
+    base, tuned = attempt(api, "base"), attempt(api, "tuned")
+    for token, name in ((base, "qwen-step-100"), (tuned, "qwen-step-200")):
+        outcome = trial("t1", "q1", "success")
+        assert tally(send(api, token, population("p", 1), checkpoint_event("c", name), outcome))
+    (listed,) = rounds(api, "base")["rounds"]
+    assert listed["checkpoint"] == {"name": "qwen-step-100", "digest": "sha256:ab"}
+    one = api.get("/api/v1/projects/demo/runs/tuned/evaluation/val-1").json()
+    assert one["checkpoint"]["name"] == "qwen-step-200"
+    both = matched(api)
+    assert (both["left"]["checkpoint"]["name"], both["right"]["checkpoint"]["name"]) == (
+        "qwen-step-100",
+        "qwen-step-200",
+    )
+    # A round that recorded none says so: null, not another round's.
+    other = attempt(api, "other")
+    send(api, other, population("p2", 1, round_id="val-2"), checkpoint_event("c2", "x"))
+    assert rounds(api, "other")["rounds"][0]["checkpoint"] is None

@@ -58,6 +58,10 @@ from tuneplane.contract.validation import (
 )
 
 ObservationType = Literal["event", "distribution", "health", "population", "trial"]
+#: The free event that records a round's checkpoint beside it (``round_id``,
+#: ``checkpoint``, ``checkpoint_digest``): a population declaration has no place for it,
+#: and it is no part of the protocol fingerprint.
+CHECKPOINT_EVENT: Final = "evaluation/checkpoint"
 #: The free event a run's summary is sent as (``run.summary``); the run's read merges them.
 SUMMARY_EVENT: Final = "summary"
 OBSERVATION_TYPES: Final[tuple[ObservationType, ...]] = (

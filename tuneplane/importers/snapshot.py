@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from tuneplane.contract.ids import ID_RULE, id_problem
 from tuneplane.contract.limits import IMPORT_SNAPSHOT_MAX_BYTES
-from tuneplane.contract.observations import parse_observation
+from tuneplane.contract.observations import CHECKPOINT_EVENT, parse_observation
 from tuneplane.contract.trajectories import parse_trajectory
 from tuneplane.importers.bounded import read_bounded
 from tuneplane.importers.plan import ROUND_HASH_CHARS, ROUND_PREFIX_MAX_CHARS, canonical_digest
@@ -47,9 +47,6 @@ from tuneplane.importers.problems import ImportRefused, Problem
 
 SNAPSHOT_FORMAT: Final = "tuneplane-import-snapshot"
 SNAPSHOT_VERSION: Final = 1
-#: The free event that records the checkpoint beside the round (a population declaration
-#: has no place for it, and it is no part of the protocol fingerprint).
-CHECKPOINT_EVENT: Final = "evaluation/checkpoint"
 _BODY: Final = ("source", "round", "population", "checkpoint", "trials", "trajectories", "evidence")
 #: Parts a snapshot may leave out (covered by the content hash when present).
 _OPTIONAL: Final = ("events", "execution")

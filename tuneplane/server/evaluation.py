@@ -177,12 +177,15 @@ def list_rounds(request: Request, project: str, run: str, attempt: Attempt = Non
         run_id = _run_id(connection, project, run)
         chosen, attempts = _attempt(connection, run_id, attempt, f"{project}/{run}")
         states = [] if chosen is None else evaluation.rounds(connection, run_id, chosen)
+        marks = {} if chosen is None else evaluation.checkpoints(connection, run_id, chosen)
     return JSON(
         {
             "state": "reported" if states else "unknown",
             "execution_attempt": chosen,
             "execution_attempts": attempts,
-            "rounds": [_round_json(state) for state in states],
+            "rounds": [
+                {**_round_json(state), "checkpoint": marks.get(state.round_id)} for state in states
+            ],
         }
     )
 
@@ -195,9 +198,11 @@ def read_round(
     with app_state(request).database.connect() as connection:
         run_id, chosen, state, attempts = _round(connection, project, run, round_id, attempt)
         scored = evaluation.scored_trials(connection, run_id, chosen, round_id)
+        checkpoint = evaluation.checkpoints(connection, run_id, chosen).get(round_id)
     return JSON(
         {
             **_round_json(state),
+            "checkpoint": checkpoint,
             "execution_attempt": chosen,
             "execution_attempts": attempts,
             "repeats": repeats_json(by_task(scored)),
@@ -356,6 +361,7 @@ class _Side:
     statuses: dict[str, str]
     attempt: int
     attempts: list[int]
+    checkpoint: dict[str, Any] | None
 
 
 def _side(connection: Connection, spec: str, name: str, wanted: int | None) -> _Side:
@@ -363,7 +369,10 @@ def _side(connection: Connection, spec: str, name: str, wanted: int | None) -> _
     statuses = evaluation.current_statuses(
         connection, chosen.run_id, chosen.attempt, chosen.state.round_id
     )
-    return _Side(chosen.state, statuses, chosen.attempt, chosen.attempts)
+    checkpoint = evaluation.checkpoints(connection, chosen.run_id, chosen.attempt).get(
+        chosen.state.round_id
+    )
+    return _Side(chosen.state, statuses, chosen.attempt, chosen.attempts, checkpoint)
 
 
 @router.get("/evaluation/matched")
@@ -417,11 +426,13 @@ def matched(
         {
             "left": {
                 **_round_json(left_round),
+                "checkpoint": left_side.checkpoint,
                 "execution_attempt": left_side.attempt,
                 "execution_attempts": left_side.attempts,
             },
             "right": {
                 **_round_json(right_round),
+                "checkpoint": right_side.checkpoint,
                 "execution_attempt": right_side.attempt,
                 "execution_attempts": right_side.attempts,
             },

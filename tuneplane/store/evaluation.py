@@ -11,9 +11,10 @@ from typing import Any
 from sqlalchemy import Connection, Select, func, select, union
 
 from tuneplane.contract.limits import TRIAL_HISTORY_MAX
-from tuneplane.contract.observations import DIGEST_NAMES
+from tuneplane.contract.observations import CHECKPOINT_EVENT, DIGEST_NAMES
 from tuneplane.store.schema import (
     eval_rounds,
+    observations,
     round_tallies,
     trial_current,
     trial_results,
@@ -194,6 +195,30 @@ def trial_page(
     if after is not None:
         query = query.where(trial_current.c.trial_id > after)
     return [TrialRow(*row) for row in connection.execute(query)]
+
+
+def checkpoints(connection: Connection, run_id: int, attempt: int) -> dict[str, dict[str, Any]]:
+    """The checkpoint each round of the execution attempt recorded beside it (the
+    ``evaluation/checkpoint`` events; a later one for a round wins): ``{"name", "digest"}``."""
+    rows = connection.execute(
+        select(observations.c.body)
+        .where(
+            observations.c.run_id == run_id,
+            observations.c.attempt == attempt,
+            observations.c.type == "event",
+            observations.c.name == CHECKPOINT_EVENT,
+        )
+        .order_by(observations.c.id)
+    ).scalars()
+    found: dict[str, dict[str, Any]] = {}
+    for body in rows:
+        fields = body.get("fields") if isinstance(body, dict) else None
+        if isinstance(fields, dict) and isinstance(fields.get("round_id"), str):
+            found[fields["round_id"]] = {
+                "name": fields.get("checkpoint"),
+                "digest": fields.get("checkpoint_digest"),
+            }
+    return found
 
 
 def scored_trials(

@@ -146,6 +146,9 @@ export class ValidationView {
               "td",
               { class: "round-id" },
               round.round_id,
+              round.checkpoint?.name
+                ? h("span", { class: "checkpoint", title: round.checkpoint.digest ? `digest ${round.checkpoint.digest}` : "", text: ` checkpoint ${round.checkpoint.name}` })
+                : null,
               round.trajectories_not_stored > 0
                 ? h("span", {
                     class: "unstored",

@@ -214,6 +214,7 @@ function sideCard(side, label, spec, round) {
     h(
       "dl",
       { class: "facts" },
+      h("div", { class: "fact checkpoint" }, h("dt", { text: "checkpoint" }), h("dd", { title: round.checkpoint?.digest ?? "", text: round.checkpoint?.name ?? "not recorded" })),
       h("div", { class: "fact" }, h("dt", { text: "expected" }), h("dd", { text: round.declared ? fmtInt(round.expected) : "not declared" })),
       h("div", { class: "fact" }, h("dt", { text: "reported" }), h("dd", { text: fmtInt(round.counts.reported) })),
       h("div", { class: "fact" }, h("dt", { text: "success rate" }), h("dd", {}, rateFigure(round.success_rate))),
