@@ -55,6 +55,9 @@ _FAILED: Final = {
     "DEADLINE": "past its deadline",
     "BOOT_FAIL": "its node failed to boot",
 }
+#: Ends only a job that started reaches: one that ended between two polls ran too.
+_RAN: Final = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "DEADLINE",
+                         "NODE_FAIL", "PREEMPTED"})  # fmt: skip
 _LOST: Final = {
     "NODE_FAIL": "its node failed",
     "PREEMPTED": "preempted by Slurm",
@@ -295,11 +298,15 @@ class SlurmEngine:
     def _update(self, job_id: int, job: _Tracked, found: SlurmJob) -> None:
         state, code, reason = job_state(found, job.cancelled_here)
         with self._lock:
+            if self._jobs.get(job_id) is not job:
+                return  # a poll beside this one (a slow Slurm) has ended it already
             if (state, reason) == (job.state, job.reason) and job.slurm_id == found.slurm_id:
                 return
-            named = job.slurm_id is None
+            engine_id = found.slurm_id if job.slurm_id is None else None
+            if job.state == "pending" and found.state.split()[0].rstrip("+") in _RAN:
+                started = f"ran in Slurm as job {found.slurm_id}"
+                self._changes.append(StateChange(job_id, "running", None, started, engine_id))
             job.slurm_id, job.state, job.reason = found.slurm_id, state, reason
-            engine_id = found.slurm_id if named else None
             self._changes.append(StateChange(job_id, state, code, reason, engine_id))
             if state not in ("pending", "running"):
                 del self._jobs[job_id]
@@ -311,13 +318,16 @@ class SlurmEngine:
         lost (their outcome went with the controller's memory)."""
         for job_id in gone:
             with self._lock:
-                job = self._jobs[job_id]
+                job = self._jobs.get(job_id)
+            if job is None:
+                continue
             found = self._accounted(job.slurm_id) if job.slurm_id else None
             if found is not None:
                 self._update(job_id, job, found)
                 continue
             with self._lock:
-                del self._jobs[job_id]
+                if self._jobs.pop(job_id, None) is None:
+                    continue
                 self._changes.append(
                     StateChange(job_id, "lost", None, "Slurm no longer knows the job")
                 )
