@@ -144,6 +144,7 @@ SERVE_CASES = [
         )
         for raw in ("slurm.conf", "/no/such/slurm.conf")
     ],
+    ("TUNEPLANE_RAY_ADDRESS", "ray-head:8265", f"TUNEPLANE_RAY_ADDRESS='ray-head:8265': {URLS}"),
     (
         "TUNEPLANE_SLURM_PARTITION",
         "a b",
