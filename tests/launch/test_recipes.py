@@ -80,7 +80,10 @@ def _edit(old: str, new: str) -> str:
 
 
 BAD = [
-    (_edit('engine = "local"', 'engine = "slurm"'), "engine: must be one of local"),
+    (
+        _edit('engine = "local"', 'engine = "kubernetes"'),
+        "engine: must be one of local, slurm, ray",
+    ),
     (_edit('engine = "local"', 'engine = "local"\ncolour = 1'), "colour: unknown field"),
     (
         _edit('"{lr}"]', '"{learning_rate}"]'),
@@ -144,7 +147,7 @@ def test_each_problem_is_one_line_naming_file_field_and_rule(
 
 
 def test_every_file_s_problems_are_listed_at_once(tmp_path: Path) -> None:
-    (tmp_path / "a.toml").write_text(_edit('engine = "local"', 'engine = "ray"'))
+    (tmp_path / "a.toml").write_text(_edit('engine = "local"', 'engine = "kubernetes"'))
     (tmp_path / "b.json").write_text(json.dumps({"engine": "local"}))
     (tmp_path / "bad name.toml").write_text(GOOD)
     (tmp_path / "c.toml").write_text(GOOD)
@@ -152,7 +155,7 @@ def test_every_file_s_problems_are_listed_at_once(tmp_path: Path) -> None:
     with pytest.raises(SettingError) as raised:
         load_recipes(tmp_path)
     problems = raised.value.problems
-    assert f"{tmp_path / 'a.toml'}: engine: must be one of local" in problems
+    assert f"{tmp_path / 'a.toml'}: engine: must be one of local, slurm, ray" in problems
     assert any(p.startswith(f"{tmp_path / 'b.json'}: command:") for p in problems)
     assert any(p.startswith(f"{tmp_path / 'b.json'}: source:") for p in problems)
     assert any(p.startswith(f"{tmp_path / 'bad name.toml'}: name:") for p in problems)
@@ -168,7 +171,7 @@ def _as_json(path: Path) -> dict[str, object]:
 def test_serve_stops_on_a_bad_recipe_with_one_line_each(tmp_path: Path) -> None:
     recipes = tmp_path / "recipes"
     recipes.mkdir()
-    (recipes / "a.toml").write_text(_edit('engine = "local"', 'engine = "ray"'))
+    (recipes / "a.toml").write_text(_edit('engine = "local"', 'engine = "kubernetes"'))
     (recipes / "b.toml").write_text(_edit("batch % world_size == 0", "batch % "))
     (recipes / "good.toml").write_text(GOOD)
     env = {
@@ -185,7 +188,7 @@ def test_serve_stops_on_a_bad_recipe_with_one_line_each(tmp_path: Path) -> None:
     )
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines() == [
-        f"tuneplane: {recipes / 'a.toml'}: engine: must be one of local",
+        f"tuneplane: {recipes / 'a.toml'}: engine: must be one of local, slurm, ray",
         f"tuneplane: {recipes / 'b.toml'}: rules[0].check: ends too early",
     ]
     assert done.returncode == 2
