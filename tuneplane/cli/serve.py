@@ -36,11 +36,9 @@ def _log_to_stderr(level: str) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from tuneplane.server.app import create_app
     from tuneplane.server.settings import Settings
 
+    # Settings first: a bad one is said before the web stack is imported (seconds).
     settings = Settings.from_env(
         data_dir=args.data_dir,
         database_url=args.database_url,
@@ -48,6 +46,10 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         root_path=args.root_path,
     )
+    import uvicorn
+
+    from tuneplane.server.app import create_app
+
     app = create_app(settings)
     # Building the API description prepares every route's request and response models,
     # which the framework otherwise does during the first requests (tens of ms each).
