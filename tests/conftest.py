@@ -24,6 +24,25 @@ from tuneplane.store.schema import metadata
 # test_system_metrics.py): a sample arriving mid-test would change what others count.
 os.environ.setdefault("TUNEPLANE_SYSTEM_METRICS_SECONDS", "0")
 
+#: Test files that take minutes (pytest --durations, on 2 cores): collected first, so that
+#: the workers (one file each at a time) do not end with one of them alone on a long file.
+SLOW_FIRST = (
+    "tests/server/test_access.py",
+    "tests/server/test_fuzz_routes.py",
+    "tests/server/test_credential_caps.py",
+    "tests/coordinator/test_eval_run.py",
+    "tests/launch/test_preview.py",
+    "tests/launch/test_submit.py",
+    "tests/launch/test_slurm.py",
+    "tests/launch/test_ray.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {path: index for index, path in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
+
+
 PG_URL = os.environ.get("TUNEPLANE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 INGEST_SECRET = "test-ingest-secret"
 
