@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -115,6 +116,13 @@ def blob_api(blob_settings: Settings) -> Iterator[TestClient]:
     yield from admin_client(blob_settings)
 
 
+@functools.cache
+def _password_hash() -> str:
+    """PASSWORD's argon2 hash, made once: every account of every world shares it (a hash
+    costs about half a second, and each test of the route walks builds a world)."""
+    return accounts.hash_password(PASSWORD)
+
+
 @pytest.fixture
 def world(settings: Settings) -> Iterator[World]:
     """Two projects (one private, one public), accounts in every role, and each kind of
@@ -122,7 +130,7 @@ def world(settings: Settings) -> Iterator[World]:
     app = create_app(settings)
     database: Database = app.state.tuneplane.database
     for login in ("owner", "editor", "viewer", "reader", "outsider", "admin"):
-        digest = accounts.hash_password(PASSWORD)
+        digest = _password_hash()
         database.run_write(
             lambda c, login=login, digest=digest: accounts.add_user(
                 c, login, password_hash=digest, is_admin=login == "admin"
