@@ -43,34 +43,11 @@ def test_launch_commands(server: Server) -> None:  # noqa: F811 (the fixture)
     assert not_ready.returncode == 1
     assert "failed       Effective-configuration rules: batch % world_size == 0" in not_ready.stdout
     assert not_ready.stdout.splitlines()[-1] == "not ready"
-    first = _tuneplane(
-        server,
-        "submit",
-        "--project",
-        PROJECT,
-        "tiny",
-        "--param",
-        "mode=ok",
-        "--run",
-        "from-cli",
-        "--key",
-        "cli-1",
-    )
+    submit = ("submit", "--project", PROJECT, "tiny", "--param", "mode=ok", "--run", "from-cli")
+    first = _tuneplane(server, *submit, "--key", "cli-1")
     assert first.returncode == 0, first.stderr
     assert first.stdout.startswith(f"job 1: {PROJECT}/from-cli attempt 1, ")
-    again = _tuneplane(
-        server,
-        "submit",
-        "--project",
-        PROJECT,
-        "tiny",
-        "--param",
-        "mode=ok",
-        "--run",
-        "from-cli",
-        "--key",
-        "cli-1",
-    )
+    again = _tuneplane(server, *submit, "--key", "cli-1")  # the same request, retried
     assert again.stdout.strip().endswith("(submitted before with this key)")
     refused = _tuneplane(
         server, "submit", "--project", PROJECT, "tiny", "--param", "mode=ok", "--param", "batch=7"
