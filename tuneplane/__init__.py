@@ -4,8 +4,9 @@ Training code starts a run with :func:`init` and reports with :func:`log`, :func
 :func:`finish` (the calls of W&B and Trackio); under ``tuneplane run``, :func:`report` and
 the observation events (:func:`event`, :func:`distribution` and their kin) need no
 ``init()``. :func:`trajectory` reports the messages of an evaluation trial or a training
-rollout (:func:`truncate_messages` cuts a long one, saying so). :class:`Api` reads runs and
-their points back, as lists or NumPy, pandas or polars frames::
+rollout (:func:`truncate_messages` cuts a long one, saying so); :func:`register_export`
+records an export the run wrote, with its digest. :class:`Api` reads runs and their points
+back, as lists or NumPy, pandas or polars frames::
 
     import tuneplane
 
@@ -36,7 +37,15 @@ from tuneplane.client.errors import (
 from tuneplane.client.events import histogram
 from tuneplane.client.health import Health
 from tuneplane.client.reporter import Reporter
-from tuneplane.client.session import Run, alert, finish, init, log, trajectory
+from tuneplane.client.session import (
+    Run,
+    alert,
+    finish,
+    init,
+    log,
+    register_export,
+    trajectory,
+)
 from tuneplane.client.trajectories import truncate_messages
 from tuneplane.contract.version import __version__
 
@@ -64,6 +73,7 @@ __all__ = [
     "histogram",
     "init",
     "log",
+    "register_export",
     "report",
     "trajectory",
     "trial_result",

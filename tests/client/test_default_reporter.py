@@ -61,6 +61,7 @@ def test_public_surface_is_pinned() -> None:
         "histogram",
         "init",
         "log",
+        "register_export",
         "report",
         "trajectory",
         "trial_result",

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal
 
-from tuneplane.client import default, ending, starting
+from tuneplane.client import default, ending, exports, starting
 from tuneplane.client.attempt_config import post_config
 from tuneplane.client.console import CONSOLE_MODES, ConsoleCapture
 from tuneplane.client.errors import DeliveryFailed, ResumeRefused
@@ -174,6 +174,20 @@ class Run:
         queued. Never raises, never waits."""
         reporter = self._reporter
         return False if reporter is None else reporter.alert(title, text, level=level, step=step)
+
+    def register_export(
+        self,
+        path_or_uri: str | os.PathLike[str],
+        step: int | None = None,
+        format: str = "hf",
+        digest: str | None = None,
+    ) -> bool:
+        """Record an export of this run with its digest (:func:`tuneplane.register_export`);
+        True when queued. Never raises."""
+        reporter = self._reporter
+        if reporter is None:
+            return False
+        return exports.register_export(reporter, path_or_uri, step, format, digest)
 
     def finish(self, exit_code: int | None = None, *, timeout: float | None = None) -> None:
         """Send what is queued, report the attempt ``succeeded`` (``exit_code`` 0 or None)
@@ -613,6 +627,14 @@ def _reporter_of_current_run() -> Reporter | None:
 #: reporter); True when queued or left out by a retention cap. Never raises, never waits.
 trajectory = default.routed(
     Reporter.trajectory,
+    _reporter_of_current_run,
+    "the run init() returned, else the process-wide reporter",
+)
+
+
+#: ``register_export`` of the run :func:`init` returned (or of ``tuneplane run``'s reporter).
+register_export = default.routed(
+    exports.register_export,
     _reporter_of_current_run,
     "the run init() returned, else the process-wide reporter",
 )

@@ -64,6 +64,10 @@ ObservationType = Literal["event", "distribution", "health", "population", "tria
 CHECKPOINT_EVENT: Final = "evaluation/checkpoint"
 #: The free event a run's summary is sent as (``run.summary``); the run's read merges them.
 SUMMARY_EVENT: Final = "summary"
+#: The free event a registered export is sent as (``register_export``): ``uri``,
+#: ``format``, ``digest`` and ``digest_method`` at its step; ``GET …/exports`` lists them.
+EXPORT_EVENT: Final = "export"
+EXPORT_FORMATS: Final = ("hf", "safetensors", "gguf", "torch", "other")
 OBSERVATION_TYPES: Final[tuple[ObservationType, ...]] = (
     "event",
     "distribution",
