@@ -166,7 +166,7 @@ def measure(engine: str, store_args: list[str], trials: int, workdir: Path) -> l
                 "success → failure, first page of 100": ("success_to_failure", 100, None),
                 "success → failure, page of 100 at 90%": ("success_to_failure", 100, deep),
                 "failure → success, page of 200": ("failure_to_success", 200, None),
-                "unscored on one side, page of 100": ("unscored_either", 100, None),
+                "not scored → scored, page of 100": ("unscored_to_scored", 100, None),
             }
             reads = {
                 name: timed(client, route, {**sides, "transition": t, "limit": n, **after})

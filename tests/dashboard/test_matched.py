@@ -21,10 +21,13 @@ def transition(page: Page, key: str) -> str:
 
 def test_incomplete_rounds_show_transitions_and_which_condition_failed(page: Page) -> None:
     page.goto("/matched?left=lab/eval-base/val-1&right=lab/eval-tuned/val-1")
-    expect(page.locator(".transitions-table tr")).to_have_count(7)
+    expect(page.locator(".transitions-table tr")).to_have_count(9)
     assert transition(page, "failure_to_success") == "24"
     assert transition(page, "success_to_failure") == "0"
-    assert transition(page, "unscored_either") == "24"
+    # The left's 24 trials without a verdict all have one on the right: counted by direction.
+    assert transition(page, "unscored_to_scored") == "24"
+    assert transition(page, "scored_to_unscored") == "0"
+    assert transition(page, "unscored_both") == "0"
     assert transition(page, "missing_right") == "10"
     reasons = page.locator(".difference.withheld .reasons li")
     expect(reasons).to_have_text(

@@ -148,10 +148,14 @@ def test_a_restart_never_supersedes_the_old_execution() -> None:
 def test_transitions_cover_both_sides() -> None:
     left = {"a": "failure", "b": "success", "c": "success", "d": "failure", "e": "unscored"}
     right = {"a": "success", "b": "failure", "c": "success", "e": "success", "f": "success"}
+    left |= {"g": "success", "h": "failure", "i": "infra_error", "j": "unscored"}
+    right |= {"g": "infra_error", "h": "unscored", "i": "failure", "j": "infra_error"}
     moves = transitions(left, right)  # type: ignore[arg-type]
     assert (moves.failure_to_success, moves.success_to_failure) == (1, 1)
     assert (moves.success_to_success, moves.failure_to_failure) == (1, 0)
-    assert (moves.unscored_either, moves.missing_left, moves.missing_right) == (1, 1, 1)
+    # Losing a verdict and gaining one are counted apart, never as a pass or a fail.
+    assert (moves.scored_to_unscored, moves.unscored_to_scored, moves.unscored_both) == (2, 2, 1)
+    assert (moves.missing_left, moves.missing_right) == (1, 1)
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ TRIALS: dict[str, tuple[str | None, str | None]] = {
     "parse-r1": ("failure", "failure"),
     "build-r0": ("unscored", "success"),
     "build-r1": ("success", "infra_error"),
+    "lint-r0": ("infra_error", "unscored"),
     "doc-7": ("success", None),
     "late-r0": (None, "failure"),
     **{f"reg-{i}-r0": ("success", "failure") for i in range(5)},
@@ -33,7 +34,9 @@ EXPECTED = {
     "failure_to_success": ["fix-bug-r1"],
     "success_to_success": ["parse-r0"],
     "failure_to_failure": ["parse-r1"],
-    "unscored_either": ["build-r0", "build-r1"],
+    "unscored_to_scored": ["build-r0"],
+    "scored_to_unscored": ["build-r1"],
+    "unscored_both": ["lint-r0"],
     "missing_right": ["doc-7"],
     "missing_left": ["late-r0"],
 }
@@ -177,10 +180,11 @@ def test_a_trial_names_its_task_repeat_outcomes_and_trajectories(seeded: TestCli
     assert left["trajectory"]["message_count"] == 6
     assert right["trajectory"]["message_count"] == 7
     assert right["trajectory"]["body"]["state"] == "stored"
-    unscored = {t["trial_id"]: t for t in trials(seeded, "unscored_either")["trials"]}
-    assert unscored["build-r0"]["left"]["reason_code"] == "reward_mismatch"
-    assert unscored["build-r0"]["left"]["trajectory"] is None
-    assert unscored["build-r1"]["right"]["error_type"] == "AgentTimeoutError"
+    (gained,) = trials(seeded, "unscored_to_scored")["trials"]
+    assert gained["left"]["reason_code"] == "reward_mismatch"
+    assert gained["left"]["trajectory"] is None
+    (lost,) = trials(seeded, "scored_to_unscored")["trials"]
+    assert lost["right"]["error_type"] == "AgentTimeoutError"
     assert trials(seeded, "missing_right")["trials"][0]["task"] == "doc-7"
     assert trials(seeded, "missing_right")["trials"][0]["repeat"] is None
 

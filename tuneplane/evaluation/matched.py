@@ -35,7 +35,11 @@ TRANSITION_RULES: Final[dict[str, tuple[Pair, ...]]] = {
     "success_to_failure": ((frozenset({"success"}), frozenset({"failure"})),),
     "success_to_success": ((frozenset({"success"}), frozenset({"success"})),),
     "failure_to_failure": ((frozenset({"failure"}), frozenset({"failure"})),),
-    "unscored_either": ((_NOT_SCORED, _ANY), (_SCORED, _NOT_SCORED)),
+    # Not scored on a side (an execution error or unscored) is never a pass or a fail there:
+    # which way it went is kept apart, since losing verdicts and gaining them differ.
+    "scored_to_unscored": ((_SCORED, _NOT_SCORED),),
+    "unscored_to_scored": ((_NOT_SCORED, _SCORED),),
+    "unscored_both": ((_NOT_SCORED, _NOT_SCORED),),
     "missing_left": ((None, _ANY),),
     "missing_right": ((_ANY, None),),
 }
@@ -48,8 +52,12 @@ class Transitions:
     success_to_failure: int
     success_to_success: int
     failure_to_failure: int
-    #: Present in both but not scored (success/failure) on at least one side.
-    unscored_either: int
+    #: Present in both, scored (success or failure) on the left only.
+    scored_to_unscored: int
+    #: Present in both, scored on the right only.
+    unscored_to_scored: int
+    #: Present in both, scored on neither side.
+    unscored_both: int
     missing_left: int
     missing_right: int
 

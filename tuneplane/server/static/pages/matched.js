@@ -235,7 +235,10 @@ const TRANSITIONS = [
   ["success_to_failure", "success → failure"],
   ["success_to_success", "success → success"],
   ["failure_to_failure", "failure → failure"],
-  ["unscored_either", "not scored on one side"],
+  // Not scored: an execution error or no verdict. Each direction apart, never a pass or a fail.
+  ["scored_to_unscored", "scored → not scored"],
+  ["unscored_to_scored", "not scored → scored"],
+  ["unscored_both", "not scored on either side"],
   ["missing_left", "missing on the left (right only)"],
   ["missing_right", "missing on the right (left only)"],
 ];
