@@ -9,6 +9,8 @@ export default [
     files: ["tuneplane/server/static/**/*.js"],
     ...js.configs.recommended,
     languageOptions: { ecmaVersion: 2023, sourceType: "module", globals: globals.browser },
+    // `const { dropped, ...kept } = object` is how a copy leaves fields out.
+    rules: { "no-unused-vars": ["error", { ignoreRestSiblings: true }] },
   },
   {
     // The API reference's page is a classic script beside Swagger UI's bundle.

@@ -20,9 +20,18 @@ const LIVE_FRAME_MS = 250;
 const TAIL_METRICS = 32;
 
 /**
- * A run on the board: {project, run, key, label, color, t0, group (its name, or null)}; a
- * group drawn as one is a run with `aggregate` (see groupEntry), one of its runs drawn beside
- * it one with `member`.
+ * A run on the board; a group drawn as one is a run with `aggregate` (see groupEntry), one of
+ * its runs drawn beside it one with `member`.
+ * @typedef {object} BoardRef
+ * @property {string} project
+ * @property {string} run
+ * @property {string} key
+ * @property {string} label
+ * @property {string} color
+ * @property {number} t0 when the run was created, in seconds (relative time counts from it)
+ * @property {string | null} group its group's name, or null
+ * @property {{key: string, runs: number, band: string, expanded: boolean}} [aggregate]
+ * @property {boolean} [member]
  */
 
 /** Runs of one project read together; the server takes at most this many per request. */
@@ -39,7 +48,22 @@ function byProject(refs) {
   return parts;
 }
 
+/**
+ * What the board tells its page: the zoomed x range ([lo, hi], or null when unzoomed), the
+ * metrics it has and the ones shown, a live frame drawn, the groups shown with their runs.
+ * @typedef {object} BoardHandlers
+ * @property {(range: number[] | null) => void} [onZoom]
+ * @property {(names: string[], shown: string[]) => void} [onMetrics]
+ * @property {() => void} [onFrame]
+ * @property {(expand: string[]) => void} [onExpand]
+ */
+
 export class Board {
+  /**
+   * @param {BoardRef[]} refs
+   * @param {import("../lib/url.js").View} view
+   * @param {BoardHandlers} [handlers]
+   */
   constructor(refs, view, { onZoom = () => {}, onMetrics = () => {}, onFrame = () => {}, onExpand = () => {} } = {}) {
     this.refs = refs;
     this.view = view;

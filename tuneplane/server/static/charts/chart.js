@@ -25,7 +25,11 @@ const TOLERANCE = 0.25;
 let lastPartId = 0;
 
 export class Chart {
-  /** onSelect(lo, hi) in x units; onReset(); onExpand(group key): show or hide its runs. */
+  /**
+   * onSelect(lo, hi) in x units; onReset(); onExpand(group key): show or hide its runs.
+   * @param {string} metric
+   * @param {{onSelect: (lo: number, hi: number) => void, onReset: () => void, onExpand?: (key: string) => void}} handlers
+   */
   constructor(metric, { onSelect, onReset, onExpand = () => {} }) {
     this.metric = metric;
     this.onSelect = onSelect;
@@ -94,6 +98,7 @@ export class Chart {
     if (marked.length) tables.push([[...new Set(marked)].sort((a, b) => a - b)]);
     // What uPlot's options depend on (its scales and axes): anything else it is only told.
     const signature = `${view.x} ${view.log} ${theme()}`;
+    /** @type {[number, number]} */
     const y = [Math.min(...parts.map((p) => p.y[0])), Math.max(...parts.map((p) => p.y[1]))];
     const x = xExtent(tables, xMetric(view.x) != null);
     const marks = JSON.stringify(this.marks);
@@ -265,9 +270,11 @@ export class Chart {
     this.note.textContent = text;
   }
 
+  /** @returns {uPlot.Options} */
   options(view) {
     this.colors = chartColors();
     // The bands are not uPlot's data: the y range is taken from every value drawn.
+    /** @returns {uPlot.Range.MinMax} */
     const yRange = () => {
       const [lo, hi] = this.drawn?.y ?? [];
       if (!(hi >= lo)) return [null, null];
@@ -289,8 +296,12 @@ export class Chart {
         drag: { x: true, y: false, setScale: false },
         points: { show: false },
         bind: {
-          // Unzoom to the full series the board holds, instead of uPlot's autoscale.
-          dblclick: () => () => this.onReset(),
+          // Unzoom to the full series the board holds, instead of uPlot's autoscale (a
+          // listener answers null, as uPlot's own do).
+          dblclick: () => () => {
+            this.onReset();
+            return null;
+          },
         },
       },
       hooks: {
@@ -494,6 +505,9 @@ function lineStyles(run, smooth) {
 /**
  * uPlot's data: the x extent of every table (runs and marks, see xExtent) and the y extent of
  * every value drawn, from which it sets its scales. It draws no series (the layer does).
+ * @param {number[]} x
+ * @param {number[]} y
+ * @returns {uPlot.AlignedData}
  */
 function extentData([xa, xb], [ya, yb]) {
   if (!(xb >= xa)) return [[], []];
@@ -501,7 +515,14 @@ function extentData([xa, xb], [ya, yb]) {
   return xa === xb ? [[xa], [ys[0]]] : [[xa, xb], ys];
 }
 
-/** The lowest and highest value of a table's ys in rows [from, to), widening `start`. */
+/**
+ * The lowest and highest value of a table's ys in rows [from, to), widening `start`.
+ * @param {Array<Array<number | null>>} table
+ * @param {number} from
+ * @param {number} to
+ * @param {number[]} [start]
+ * @returns {[number, number]}
+ */
 function extent(table, from, to, [lo, hi] = [Infinity, -Infinity]) {
   for (let c = 1; c < table.length; c++) {
     const column = table[c];
@@ -556,6 +577,7 @@ function samePlace(drawn, parts, [na, nb], y, bbox, log) {
 /**
  * The lowest and highest x of tables. Steps and times ascend: their ends are read. Another
  * metric's values (see xValues) need not, and may be null: with `scan`, every one is.
+ * @returns {[number, number]}
  */
 function xExtent(tables, scan = false) {
   let lo = Infinity;

@@ -20,7 +20,10 @@ const LAST_VALUES_RUNS = 4;
 const KINDS = { nan: "NaN", inf: "+inf", "-inf": "-inf" };
 
 export class Legend {
-  /** onExpand(group key): show or hide that group's runs. */
+  /**
+   * onExpand(group key): show or hide that group's runs.
+   * @param {(key: string) => void} [onExpand]
+   */
   constructor(onExpand = () => {}) {
     this.onExpand = onExpand;
     this.el = h("div", { class: "legend" });

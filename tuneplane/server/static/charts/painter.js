@@ -6,13 +6,20 @@ import { paint, update } from "./paint.js";
 const canvases = new Map(); // layer id -> OffscreenCanvas
 const tables = new Map(); // layer id -> its tables (see paint.js)
 
+/**
+ * The worker's own scope (the checker's DOM types have `self` as a window, whose postMessage
+ * takes an origin, not what to transfer).
+ * @type {{onmessage: (event: MessageEvent) => void, postMessage: (message: unknown, transfer?: Transferable[]) => void}}
+ */
+const scope = /** @type {any} */ (self);
+
 // Messages come in lists (one per task of the page), and the answers go back in lists.
-self.onmessage = async ({ data }) => {
+scope.onmessage = async ({ data }) => {
   const answers = data.map(handle).filter(Boolean);
   const drawn = answers.filter((answer) => !(answer instanceof Promise));
-  if (drawn.length) self.postMessage(drawn);
+  if (drawn.length) scope.postMessage(drawn);
   const bitmaps = await Promise.all(answers.filter((answer) => answer instanceof Promise));
-  if (bitmaps.length) self.postMessage(bitmaps, bitmaps.flatMap(({ bitmap }) => (bitmap ? [bitmap] : [])));
+  if (bitmaps.length) scope.postMessage(bitmaps, bitmaps.flatMap(({ bitmap }) => (bitmap ? [bitmap] : [])));
 };
 
 /** Act on one message: the answer, a promise of it (a bitmap), or null. */

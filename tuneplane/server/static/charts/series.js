@@ -15,6 +15,9 @@ export class Series {
     this.points = 0;
     this.downsampled = false;
     this.version = 0; // counts the appends that changed it
+    this.span = 1; // the steps a bucket covers, on average (see from())
+    /** @type {number[] | null} A group's series: how many runs each cell holds (see groups.js). */
+    this.n = null;
   }
 
   static from(body) {

@@ -21,7 +21,7 @@ export const debug = {
   lastObservationId: null,
 };
 
-window.__tuneplane = debug;
+/** @type {any} */ (window).__tuneplane = debug;
 
 export function chartDrawn(metric, counts, downsampled, extra = {}) {
   if (!Object.keys(debug.charts).length) performance.mark("first-chart");

@@ -14,6 +14,16 @@ const RUNS_PER_STREAM = 64;
 const POLL_MS = 4000;
 const RETRY_MAX_MS = 30000;
 
+/** @typedef {{project: string, run: string, key: string}} WatchedRef */
+
+/**
+ * @template {WatchedRef} R
+ * @typedef {object} WatchHandlers
+ * @property {(ref: R, runObject: any, how: {catchUp: boolean}) => void} onRun
+ * @property {(ref: R, metrics: any[]) => void} [onPoints]
+ * @property {(state: "live" | "reconnecting" | "polling") => void} [onState]
+ */
+
 /**
  * refs: [{project, run, key}]. Handlers:
  *   onRun(ref, runObject, {catchUp}): catchUp is true when points that changed the run may
@@ -23,6 +33,10 @@ const RETRY_MAX_MS = 30000;
  *     that changed, before the run event;
  *   onState("live"|"reconnecting"|"polling").
  * Returns stop().
+ * @template {WatchedRef} R
+ * @param {R[]} refs
+ * @param {WatchHandlers<R>} handlers
+ * @returns {() => void}
  */
 export function watchRuns(refs, handlers) {
   const groups = new Map();
@@ -43,6 +57,12 @@ export function watchRuns(refs, handlers) {
   return () => stops.forEach((stop) => stop());
 }
 
+/**
+ * @template {WatchedRef} R
+ * @param {string} url
+ * @param {R[]} refs
+ * @param {WatchHandlers<R>} handlers
+ */
 function stream(url, refs, { onRun, onPoints, onState = () => {} }) {
   const byName = new Map(refs.map((ref) => [ref.run, ref]));
   const mark = (state) => {
@@ -93,6 +113,11 @@ function stream(url, refs, { onRun, onPoints, onState = () => {} }) {
   };
 }
 
+/**
+ * @template {WatchedRef} R
+ * @param {R[]} refs
+ * @param {WatchHandlers<R>} handlers
+ */
 function poll(refs, { onRun, onState = () => {} }) {
   const byProject = new Map();
   for (const ref of refs) {

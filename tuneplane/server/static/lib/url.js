@@ -37,6 +37,8 @@ const DEFAULTS = {
   expand: [],
 };
 
+/** @typedef {ReturnType<typeof readView>} View */
+
 export function readView(search = location.search) {
   const q = new URLSearchParams(search);
   const smooth = Number.parseFloat(q.get("smooth"));

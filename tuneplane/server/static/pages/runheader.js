@@ -120,6 +120,11 @@ const shown = new WeakMap();
  * cell comes with a key of what it shows, so that an update builds only the cells that
  * changed (with twenty runs reporting, most of a row's cells stay as they are).
  */
+/**
+ * The cells of a row that follow the run, each as [what it shows (unchanged, it is left as it
+ * is), how to make it].
+ * @returns {Array<[unknown, () => HTMLElement]>}
+ */
 function liveCells(run) {
   return [
     [`${run.status} ${run.exit_code}`, () => h("td", {}, statusBadge(run))],
