@@ -28,6 +28,7 @@ from tuneplane.contract.trajectories import (
     CATEGORIES,
     evaluation_text_cap,
     may_be_selected,
+    parse_timestamp,
     parse_trajectories,
     parse_trajectory,
     selection_rank,
@@ -196,11 +197,66 @@ def test_the_reward_functions_that_gave_none_are_kept_only_when_sent() -> None:
         ({"role": "user", "content": "", "tokens": {"sent": 1}}, "t.messages[0].tokens.sent"),
         ({"role": "user", "content": "", "ms": -1}, "t.messages[0].ms: must be a nonnegative"),
         ({"role": "user", "content": "", "mood": "ok"}, "t.messages[0].mood: unknown field"),
+        (
+            {"role": "user", "content": "", "timestamp": "2025-13-40T25:00:00Z"},
+            "t.messages[0].timestamp: must be an ISO 8601 date and time",
+        ),
+        (
+            {"role": "user", "content": "", "timestamp": 1732056870},
+            "t.messages[0].timestamp: must be an ISO 8601",
+        ),
+        ({"role": "assistant", "content": "", "model": ""}, "t.messages[0].model: must be a"),
     ],
 )
 def test_each_message_rule_is_named(message: object, expected: str) -> None:
     item = evaluation(messages=[message], total_messages=1)
     assert any(problem.startswith(expected) for problem in problems(item)), problems(item)
+
+
+def test_timestamps_models_and_the_producers_totals_are_kept() -> None:
+    stamped = [
+        {"role": "user", "content": "hi", "timestamp": "2025-11-19T22:54:26.919Z"},
+        {
+            "role": "assistant",
+            "content": "ok",
+            "model": "claude-haiku-4-5-20251001",
+            "timestamp": "2025-11-19T23:54:30.166123456+01:00",
+        },
+        {"role": "assistant", "content": "then", "timestamp": "2025-11-19T22:54:31"},
+    ]
+    metrics = {"input": 982, "output": 145, "cached": 0, "cost_usd": 0.0039}
+    parsed, violations = parse_trajectory(
+        "t", evaluation(messages=stamped, total_messages=3, metrics=metrics)
+    )
+    assert violations == []
+    assert parsed is not None
+    assert parsed.document["messages"] == stamped
+    assert parsed.document["metrics"] == metrics
+    # Nanoseconds, an offset and none (read as UTC) are one clock.
+    times = [parse_timestamp(m["timestamp"]) for m in stamped]
+    assert [t.isoformat() if t else None for t in times] == [
+        "2025-11-19T22:54:26.919000+00:00",
+        "2025-11-19T23:54:30.166123+01:00",
+        "2025-11-19T22:54:31+00:00",
+    ]
+    plain, _ = parse_trajectory("t", evaluation())
+    assert plain is not None
+    assert "metrics" not in plain.document  # earlier uploads keep their digest
+
+
+@pytest.mark.parametrize(
+    ("metrics", "expected"),
+    [
+        ([], "t.metrics: must be an object"),
+        ({"input": -1}, "t.metrics.input: must be a nonnegative integer"),
+        ({"cost_usd": math.inf}, "t.metrics.cost_usd: must be a nonnegative finite"),
+        ({"cost_usd": -0.1}, "t.metrics.cost_usd: must be a nonnegative finite"),
+        ({"steps": 3}, "t.metrics.steps: unknown field"),
+    ],
+)
+def test_each_metrics_rule_is_named(metrics: object, expected: str) -> None:
+    found = problems(evaluation(metrics=metrics))
+    assert any(problem.startswith(expected) for problem in found), found
 
 
 def test_limits_of_one_document() -> None:

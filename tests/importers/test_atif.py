@@ -277,3 +277,70 @@ def test_no_trajectory_is_no_conversation_and_a_broken_one_a_problem(tmp_path: P
     (broken / "agent").mkdir()
     (broken / "agent" / "trajectory.json").write_text('{"schema_version": "ATIF-v1.6", "steps": ')
     assert "is not JSON" in read_conversation(broken)[1][0].rule
+
+
+def test_the_real_claude_code_steps_keep_their_timestamps_and_models() -> None:
+    conversation, _ = read_conversation(DATAGEN / ASYNC)
+    assert conversation is not None
+    raw = json.loads((DATAGEN / ASYNC / "agent" / "trajectory.json").read_text())
+    stepped = [m for m in conversation.messages if m["role"] != "tool"]
+    assert [m["timestamp"] for m in stepped] == [s["timestamp"] for s in raw["steps"]]
+    assert stepped[0]["timestamp"] == "2025-11-19T22:54:30.166Z"
+    # A step names its own model (claude-code hands work to haiku and sonnet); the one
+    # that names none is the agent's, as ATIF defines it.
+    assert stepped[0]["model"] == "claude-haiku-4-5-20251001"
+    assert stepped[1]["model"] == "claude-sonnet-4-5-20250929"
+    unnamed = [m for m, s in zip(stepped, raw["steps"], strict=True) if "model_name" not in s]
+    assert [(m["role"], m.get("model")) for m in unnamed] == [("user", None)]
+    assert {m["model"] for m in stepped if m["role"] == "assistant"} == {
+        "claude-haiku-4-5-20251001",
+        "claude-sonnet-4-5-20250929",
+    }
+    assert conversation.metrics == {"input": 1114893, "output": 14550, "cached": 1109340}
+    valid(conversation.messages)
+
+
+def test_the_goldens_totals_are_the_last_files_final_metrics(tmp_path: Path) -> None:
+    conversation, _ = read_conversation(
+        golden(tmp_path / "a", "terminus_2/hello-world-timeout.trajectory.json")
+    )
+    assert conversation is not None
+    assert conversation.metrics == {
+        "input": 982,
+        "output": 145,
+        "cached": 0,
+        "cost_usd": 0.0039050000000000005,
+    }
+    assert [m.get("model") for m in conversation.messages if m["role"] == "assistant"] == [
+        "gpt-4o"
+    ] * 3
+    assert not any("timestamp" in m for m in conversation.messages)  # the goldens have none
+    base = "terminus_2/hello-world-context-summarization-linear-history.trajectory"
+    directory = golden(
+        tmp_path / "b", f"{base}.json", (f"{base}.cont-1.json", "trajectory.cont-1.json")
+    )
+    joined, _ = read_conversation(directory)
+    assert joined is not None
+    # Harbor writes the cumulative totals in the continuation (more than both files' steps).
+    assert joined.metrics is not None
+    assert joined.metrics["input"] == 7802
+
+
+def test_a_malformed_timestamp_is_named_and_left_out(tmp_path: Path) -> None:
+    steps = [
+        {"step_id": 1, "source": "user", "message": "hi", "timestamp": "yesterday"},
+        {"step_id": 2, "source": "agent", "message": "ok", "timestamp": "2025-11-19T22:54:30"},
+    ]
+    trial = make_trial(
+        tmp_path,
+        "t",
+        trajectory=atif(steps, final_metrics={"total_prompt_tokens": -3, "total_cost_usd": 1}),
+    )
+    conversation, problems = read_conversation(trial)
+    assert problems == []
+    assert conversation is not None
+    assert "timestamp" not in conversation.messages[0]
+    assert conversation.messages[1]["timestamp"] == "2025-11-19T22:54:30"  # naive, as written
+    assert "steps[].timestamp (not an ISO 8601 date and time)" in conversation.unknown_fields
+    assert conversation.metrics == {"cost_usd": 1}
+    valid(conversation.messages)

@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final, Literal, TypeVar, get_args
 
 import orjson
@@ -94,8 +96,19 @@ _MESSAGE_FIELDS: Final = (
     "tool_name",
     "tokens",
     "ms",
+    "timestamp",
+    "model",
 )
 _TOKEN_FIELDS: Final = ("input", "output", "cached")
+#: The producer's own totals for the whole conversation (ATIF's ``final_metrics``).
+_METRICS_FIELDS: Final = (*_TOKEN_FIELDS, "cost_usd")
+_TIMESTAMP: Final = re.compile(
+    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})?"
+)
+TIMESTAMP_RULE: Final = (
+    "must be an ISO 8601 date and time (2025-11-19T22:54:30.166Z; one without an offset "
+    "is read as UTC)"
+)
 _TOOL_CALL_FIELDS: Final = ("id", "name", "arguments")
 #: Metadata a conflicting re-send is compared on (beside the messages).
 COMPARED_FIELDS: Final = (
@@ -224,6 +237,33 @@ class _Check(FieldCheck):
         return value  # type: ignore[no-any-return]
 
 
+def parse_timestamp(value: object) -> datetime | None:
+    """A message's ``timestamp`` as an aware time (UTC when it names no offset: ATIF
+    writers often leave it out), or None when it breaks :data:`TIMESTAMP_RULE`."""
+    if not isinstance(value, str) or _TIMESTAMP.fullmatch(value) is None:
+        return None
+    # Nanoseconds are written by some producers; datetime keeps microseconds.
+    text = re.sub(r"(\.\d{6})\d+", r"\1", value)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _metrics(check: _Check, metrics: object) -> None:
+    if not isinstance(metrics, dict):
+        check.add("metrics", "must be an object of input, output and cached tokens and cost_usd")
+        return
+    check.unknown(metrics, _METRICS_FIELDS, "metrics.")
+    for name in _TOKEN_FIELDS:
+        if name in metrics and not is_count(metrics[name]):
+            check.add(f"metrics.{name}", "must be a nonnegative integer")
+    cost = finite_float(metrics.get("cost_usd"))
+    if "cost_usd" in metrics and (cost is None or cost < 0):
+        check.add("metrics.cost_usd", "must be a nonnegative finite number")
+
+
 def _tokens(check: _Check, where: str, tokens: object) -> None:
     if not isinstance(tokens, dict):
         check.add(where, "must be an object of input, output and cached token counts")
@@ -267,8 +307,11 @@ def _message(check: _Check, index: int, message: object) -> None:
         if role != "assistant":
             check.add(f"{where}.tool_calls", "only an assistant message makes tool calls")
         _tool_calls(check, f"{where}.tool_calls", message["tool_calls"])
-    for name in ("tool_call_id", "tool_name"):
+    for name in ("tool_call_id", "tool_name", "model"):
         check.text(message, name, f"{where}.")
+    stamp = message.get("timestamp")
+    if stamp is not None and parse_timestamp(stamp) is None:
+        check.add(f"{where}.timestamp", TIMESTAMP_RULE)
     if message.get("tokens") is not None:
         _tokens(check, f"{where}.tokens", message["tokens"])
     ms = message.get("ms")
@@ -407,13 +450,15 @@ def parse_trajectory(path: str, item: object) -> tuple[Trajectory | None, list[V
     if scope not in SCOPES:
         check.add("scope", f"must be one of {', '.join(SCOPES)}")
         return None, check.violations
-    check.unknown(item, (*_COMMON_FIELDS, *_EVALUATION_FIELDS, *_TRAINING_FIELDS))
+    check.unknown(item, (*_COMMON_FIELDS, "metrics", *_EVALUATION_FIELDS, *_TRAINING_FIELDS))
     if scope == "training":
         for name in _EVALUATION_FIELDS:
             if name in item:
                 check.add(name, "is an evaluation trajectory's field; a training rollout has none")
     count = _messages(check, item)
     _completeness(check, item, count)
+    if "metrics" in item:
+        _metrics(check, item["metrics"])
     identity = _training(check, item) if scope == "training" else _evaluation(check, item)
     if check.violations:
         return None, check.violations
@@ -424,6 +469,8 @@ def _trajectory(
     item: dict[str, Any], scope: Scope, fields: dict[str, Any], count: int
 ) -> Trajectory:
     common = {name: item[name] for name in _COMMON_FIELDS}
+    if "metrics" in item:  # only when sent: earlier documents keep their digest
+        common["metrics"] = item["metrics"]
     return Trajectory(
         scope=scope,
         round_id=fields.get("round_id"),

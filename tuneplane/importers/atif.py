@@ -12,7 +12,11 @@ Mapping: a step's ``source`` gives the role (``agent`` is ``assistant``); its ``
 (a string, or content parts from v1.6) the content; ``reasoning_content`` the reasoning;
 ``tool_calls`` the assistant's tool calls; each ``observation`` result becomes a ``tool``
 message answering the call its ``source_call_id`` names; ``metrics`` give the message's
-tokens. ``continued_trajectory_ref`` names a sibling file whose steps continue the
+tokens; ``timestamp`` is kept as written (a malformed one is named and left out);
+``model_name`` is the message's model, the agent's ``model_name`` when the step names none
+(ATIF: "omitting this field implies the model defined in the root-level agent config").
+The last file's ``final_metrics`` are the conversation's totals (Harbor writes the
+cumulative ones there). ``continued_trajectory_ref`` names a sibling file whose steps continue the
 conversation (its ``is_copied_context`` steps repeat earlier context and are skipped).
 """
 
@@ -25,6 +29,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 from tuneplane.contract.limits import IMPORT_ATIF_MAX_BYTES
+from tuneplane.contract.trajectories import parse_timestamp
+from tuneplane.contract.validation import finite_float, is_count
 from tuneplane.importers.bounded import FileTooLarge, read_bounded
 from tuneplane.importers.problems import Problem
 
@@ -79,6 +85,14 @@ _KNOWN: Final = {
     "steps[].message[].source.": _SOURCE,
     "steps[].observation.results[].content[].": _PART,
     "steps[].observation.results[].content[].source.": _SOURCE,
+    "final_metrics.": (
+        "total_prompt_tokens",
+        "total_completion_tokens",
+        "total_cached_tokens",
+        "total_cost_usd",
+        "total_steps",
+        "extra",
+    ),
     "steps[].metrics.": (
         "prompt_tokens",
         "completion_tokens",
@@ -104,6 +118,8 @@ class Conversation:
     unknown_fields: tuple[str, ...]
     #: Observation results that only point at a subagent's trajectory (not followed).
     subagent_refs: int
+    #: The last file's ``final_metrics`` as the contract's ``metrics`` (None: none given).
+    metrics: dict[str, Any] | None = None
 
 
 def _unknown(item: dict[str, Any], level: str, seen: set[str]) -> None:
@@ -153,6 +169,38 @@ def _tokens(metrics: object, seen: set[str]) -> dict[str, int] | None:
         if type(metrics.get(key)) is int and metrics[key] >= 0
     }
     return tokens or None
+
+
+def final_metrics(document: dict[str, Any], seen: set[str]) -> dict[str, Any] | None:
+    """The producer's totals for the conversation, those that are well formed."""
+    found = document.get("final_metrics")
+    if not isinstance(found, dict):
+        return None
+    _unknown(found, "final_metrics.", seen)
+    metrics: dict[str, Any] = {
+        name: found[key]
+        for key, name in (
+            ("total_prompt_tokens", "input"),
+            ("total_completion_tokens", "output"),
+            ("total_cached_tokens", "cached"),
+        )
+        if is_count(found.get(key))
+    }
+    cost = finite_float(found.get("total_cost_usd"))
+    if cost is not None and cost >= 0:
+        metrics["cost_usd"] = found["total_cost_usd"]
+    return metrics or None
+
+
+def _timestamp(step: dict[str, Any], seen: set[str]) -> dict[str, str]:
+    """The step's timestamp as written, when there is a well-formed one."""
+    stamp = step.get("timestamp")
+    if stamp is None:
+        return {}
+    if parse_timestamp(stamp) is None:
+        seen.add("steps[].timestamp (not an ISO 8601 date and time)")
+        return {}
+    return {"timestamp": stamp}
 
 
 def _tool_calls(step: dict[str, Any], seen: set[str]) -> list[dict[str, Any]]:
@@ -207,8 +255,11 @@ def _observations(
     return messages, refs
 
 
-def step_messages(step: dict[str, Any], seen: set[str]) -> tuple[list[dict[str, Any]], int]:
-    """One step's message and the tool messages of its observation."""
+def step_messages(
+    step: dict[str, Any], seen: set[str], agent_model: str | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """One step's message and the tool messages of its observation; ``agent_model`` is the
+    root's ``agent.model_name``, the model of an agent step that names none."""
     _unknown(step, "steps[].", seen)
     source = step.get("source")
     role = _ROLES.get(source) if isinstance(source, str) else None
@@ -216,7 +267,12 @@ def step_messages(step: dict[str, Any], seen: set[str]) -> tuple[list[dict[str, 
         seen.add(f"steps[].source={source!r}")
         role = "user"
     content = _text(step.get("message"), "steps[].message[].", seen)
-    message: dict[str, Any] = {"role": role, "content": content}
+    message: dict[str, Any] = {"role": role, "content": content, **_timestamp(step, seen)}
+    model = step.get("model_name")
+    if not isinstance(model, str) or not model:
+        model = agent_model if role == "assistant" else None
+    if model:
+        message["model"] = model
     calls = _tool_calls(step, seen) if role == "assistant" else []
     if isinstance(step.get("reasoning_content"), str):
         message["reasoning"] = step["reasoning_content"]
@@ -282,6 +338,7 @@ def read_conversation(trial_dir: Path) -> tuple[Conversation | None, list[Proble
     versions: list[str] = []
     seen: set[str] = set()
     refs = 0
+    metrics: dict[str, Any] | None = None
     current: str | None = TRAJECTORY_FILE
     while current is not None:
         if current in files or len(files) > MAX_CONTINUATIONS:
@@ -306,11 +363,16 @@ def read_conversation(trial_dir: Path) -> tuple[Conversation | None, list[Proble
         files.append(current)
         versions.append(document["schema_version"])
         _unknown(document, "", seen)
+        metrics = final_metrics(document, seen)
         continued = len(files) > 1
+        agent = document.get("agent")
+        agent_model = agent.get("model_name") if isinstance(agent, dict) else None
         for step in document["steps"]:
             if not isinstance(step, dict) or (continued and step.get("is_copied_context") is True):
                 continue
-            made, step_refs = step_messages(step, seen)
+            made, step_refs = step_messages(
+                step, seen, agent_model if isinstance(agent_model, str) else None
+            )
             messages += made
             refs += step_refs
         ref = document.get("continued_trajectory_ref")
@@ -319,4 +381,6 @@ def read_conversation(trial_dir: Path) -> tuple[Conversation | None, list[Proble
             current, problem = _continuation(trial_dir, files[-1], ref)
             if problem:
                 return None, [problem]
-    return Conversation(messages, tuple(files), tuple(versions), tuple(sorted(seen)), refs), []
+    return Conversation(
+        messages, tuple(files), tuple(versions), tuple(sorted(seen)), refs, metrics
+    ), []

@@ -90,6 +90,8 @@ def _text(
         "trial_attempt": located.attempt.retry,
         **fields,
     }
+    if conversation.metrics is not None:
+        document["metrics"] = conversation.metrics
     return document, []
 
 

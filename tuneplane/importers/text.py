@@ -134,7 +134,7 @@ def _capped(message: dict[str, Any]) -> dict[str, Any]:
     for key in ("content", "reasoning"):
         if isinstance(message.get(key), str):
             message[key] = cap_text(message[key])
-    for key in ("tool_call_id", "tool_name"):
+    for key in ("tool_call_id", "tool_name", "model"):
         if isinstance(message.get(key), str):
             message[key] = _label(message[key])
     if message.get("tool_calls"):
