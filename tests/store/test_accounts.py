@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from argon2 import extract_parameters
 from sqlalchemy import select, update
 
 from tuneplane.contract.access import ANONYMOUS, Actor
@@ -37,6 +38,8 @@ def test_passwords_are_argon2id_and_verified(database: Database) -> None:
     assert not accounts.verify_password(digest, "correct horsE")
     assert unknown_id is None
     assert not accounts.verify_password(dummy, "correct horse")
+    # An unknown login costs what a known one does: its hash has the hasher's parameters.
+    assert extract_parameters(dummy) == extract_parameters(stored)
     with pytest.raises(InvalidInput, match="password"):
         accounts.hash_password("short")
     with pytest.raises(Conflict, match="already exists"):
