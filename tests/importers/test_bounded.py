@@ -31,7 +31,7 @@ from tuneplane.importers.nemo_rl import read_step
 from tuneplane.importers.nemo_rl_files import step_file
 from tuneplane.importers.plan import load_plan
 from tuneplane.importers.problems import ImportRefused, Problem
-from tuneplane.importers.rollout_snapshot import RolloutSnapshot, read_all, write_rollouts
+from tuneplane.importers.rollout_snapshot import read_all
 from tuneplane.importers.snapshot import Snapshot, write_snapshot
 
 GIB = 1 << 30
@@ -76,7 +76,7 @@ def _snapshot(tmp: Path) -> Path:
     return tmp / "snapshot.json"
 
 
-def _step(path: Path) -> RolloutSnapshot | Snapshot:
+def _step(path: Path) -> Snapshot:
     found = step_file(str(path))
     assert found is not None
     return read_step(found)
@@ -84,8 +84,8 @@ def _step(path: Path) -> RolloutSnapshot | Snapshot:
 
 def _rollouts(tmp: Path) -> Path:
     rollouts = _step(write_train_step(tmp, 3, [1.0, 0.0]))
-    assert isinstance(rollouts, RolloutSnapshot)
-    write_rollouts(rollouts, str(tmp / "rollouts.json"))
+    assert rollouts.is_rollouts
+    write_snapshot(rollouts, str(tmp / "rollouts.json"))
     return tmp / "rollouts.json"
 
 

@@ -134,9 +134,7 @@ def _import_nemo_rl(args: argparse.Namespace) -> int:
         return say_refused(refused)
     for warning in imported.warnings:
         print(f"tuneplane: warning: {warning}", file=sys.stderr)
-    for rollouts in imported.rollouts:
-        print(f"tuneplane: {rollouts.summary()}", file=sys.stderr)
-    for snapshot in imported.rounds:
+    for snapshot in (*imported.rollouts, *imported.rounds):
         for line in summary(snapshot):
             print(f"tuneplane: {line}", file=sys.stderr)
     print(f"tuneplane: {len(written)} snapshots written to {args.out}", file=sys.stderr)

@@ -27,7 +27,6 @@ from tuneplane.client.reporter import Reporter
 from tuneplane.contract.limits import OBSERVATION_BATCH_MAX
 from tuneplane.importers.nemo_rl import read_step
 from tuneplane.importers.nemo_rl_files import StepFile, Watch
-from tuneplane.importers.rollout_snapshot import RolloutSnapshot
 from tuneplane.importers.snapshot import Snapshot
 
 #: ``progress(what, done, total)`` as items are delivered.
@@ -188,7 +187,7 @@ class DeliveredRollouts:
 
 
 def upload_rollouts(
-    reporter: Reporter, snapshot: RolloutSnapshot, progress: Progress | None = None
+    reporter: Reporter, snapshot: Snapshot, progress: Progress | None = None
 ) -> DeliveredRollouts:
     """Deliver a training step's rollouts; :class:`NotDelivered` saying what did not
     arrive (a rollout's identity is its step and ID: sending again adds only what is
@@ -198,7 +197,7 @@ def upload_rollouts(
     return DeliveredRollouts(snapshot.step, sent, left_out)
 
 
-def queue_rollouts(reporter: Reporter, snapshot: RolloutSnapshot) -> int:
+def queue_rollouts(reporter: Reporter, snapshot: Snapshot) -> int:
     """Queue a step's rollouts without waiting for them (the live follower): how many the
     reporter accepted. Queue pressure drops text; the reporter counts and logs it."""
     return sum(
@@ -235,6 +234,6 @@ class NemoRlSource:
         file = self._files.pop(path)
         self._watch.done(file)  # once, whatever happens: a bad file is not read again
         snapshot = read_step(file, self._text_samples)
-        if isinstance(snapshot, RolloutSnapshot):
+        if snapshot.is_rollouts:
             return queue_rollouts(self._reporter, snapshot), len(snapshot.trajectories)
         return queue_round(self._reporter, snapshot), len(snapshot.trajectories)

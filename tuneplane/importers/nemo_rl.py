@@ -60,10 +60,8 @@ from tuneplane.importers.nemo_rl_files import (
 )
 from tuneplane.importers.problems import ImportRefused, Problem
 from tuneplane.importers.rollout_snapshot import (
-    RolloutSnapshot,
     assemble_rollouts,
     check_rollouts,
-    write_rollouts,
 )
 from tuneplane.importers.snapshot import Snapshot, assemble, check_snapshot, write_snapshot
 from tuneplane.importers.text import cap_text
@@ -81,7 +79,7 @@ class NemoRlImport:
     evaluation snapshot per validation step, and what was skipped."""
 
     directory: str
-    rollouts: tuple[RolloutSnapshot, ...]
+    rollouts: tuple[Snapshot, ...]
     rounds: tuple[Snapshot, ...]
     warnings: tuple[str, ...]
 
@@ -187,7 +185,7 @@ def _rollout(step: int, sample: Sample, category: Category, item: dict[str, Any]
     }
 
 
-def train_step(found: Scan, cap: int = ROLLOUT_SAMPLES_PER_STEP) -> RolloutSnapshot:
+def train_step(found: Scan, cap: int = ROLLOUT_SAMPLES_PER_STEP) -> Snapshot:
     """The rollout snapshot of one scanned training step file."""
     file = found.file
     by = categories(found.samples, file.step)
@@ -282,7 +280,7 @@ def val_round(found: Scan, text_samples: int | None = None) -> Snapshot:
     return check_snapshot(file.path, snapshot.document)
 
 
-def read_step(file: StepFile, text_samples: int | None = None) -> RolloutSnapshot | Snapshot:
+def read_step(file: StepFile, text_samples: int | None = None) -> Snapshot:
     """One step file's snapshot; :class:`ImportRefused` naming every problem of the file."""
     found = scan(file)
     if found.problems:
@@ -297,7 +295,7 @@ def import_nemo_rl(
     :class:`ImportRefused` naming every problem of every file."""
     directory = log_directory(log_dir)
     files = step_files(directory)
-    rollouts: list[RolloutSnapshot] = []
+    rollouts: list[Snapshot] = []
     rounds: list[Snapshot] = []
     warnings: list[str] = []
     problems: list[Problem] = []
@@ -326,7 +324,7 @@ def write_snapshots(imported: NemoRlImport, out: str) -> list[str]:
     written: list[str] = []
     for rollout in imported.rollouts:
         path = os.path.join(out, f"train-step{rollout.step}.json")
-        write_rollouts(rollout, path)
+        write_snapshot(rollout, path)
         written.append(path)
     for snapshot in imported.rounds:
         step = snapshot.document["round"].removeprefix("nemo-rl-val-step")

@@ -16,42 +16,21 @@ edited by hand is refused rather than uploaded.
 
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import dataclass
 from typing import Any, Final
 
-from tuneplane.contract.limits import IMPORT_SNAPSHOT_MAX_BYTES
 from tuneplane.contract.trajectories import parse_trajectory
-from tuneplane.importers.bounded import read_bounded
 from tuneplane.importers.plan import canonical_digest
 from tuneplane.importers.problems import ImportRefused, Problem
-from tuneplane.importers.snapshot import Snapshot, read_snapshot, write_snapshot
+from tuneplane.importers.snapshot import (
+    ROLLOUT_FORMAT,
+    Snapshot,
+    check_snapshot,
+    read_document,
+    snapshot_files,
+)
 
-ROLLOUT_FORMAT: Final = "tuneplane-rollout-snapshot"
 ROLLOUT_VERSION: Final = 1
 _BODY: Final = ("source", "step", "file", "lines", "categories", "trajectories")
-
-
-@dataclass(frozen=True, slots=True)
-class RolloutSnapshot:
-    document: dict[str, Any]
-
-    @property
-    def step(self) -> int:
-        return int(self.document["step"])
-
-    @property
-    def trajectories(self) -> list[dict[str, Any]]:
-        return list(self.document["trajectories"])
-
-    def summary(self) -> str:
-        """One line for people: what the step held and what was kept."""
-        counts = ", ".join(f"{n} {name}" for name, n in self.document["categories"].items() if n)
-        return (
-            f"step {self.step}: {self.document['lines']} rollouts ({counts or 'none'}), "
-            f"{len(self.document['trajectories'])} kept"
-        )
 
 
 def assemble_rollouts(
@@ -62,7 +41,7 @@ def assemble_rollouts(
     lines: int,
     categories: dict[str, int],
     trajectories: list[dict[str, Any]],
-) -> RolloutSnapshot:
+) -> Snapshot:
     body: dict[str, Any] = {
         "source": source,
         "step": step,
@@ -77,10 +56,10 @@ def assemble_rollouts(
         "content_hash": canonical_digest(body),
         **body,
     }
-    return RolloutSnapshot(document)
+    return Snapshot(document)
 
 
-def check_rollouts(file: str, document: object) -> RolloutSnapshot:
+def check_rollouts(file: str, document: object) -> Snapshot:
     """``document`` as a rollout snapshot, or :class:`ImportRefused` naming what is wrong."""
     if not isinstance(document, dict) or document.get("format") != ROLLOUT_FORMAT:
         raise ImportRefused([Problem(file, "format", f"must be {ROLLOUT_FORMAT!r}")])
@@ -107,56 +86,29 @@ def check_rollouts(file: str, document: object) -> RolloutSnapshot:
             )
     if problems:
         raise ImportRefused(problems)
-    return RolloutSnapshot(document)
+    return Snapshot(document)
 
 
-def write_rollouts(snapshot: RolloutSnapshot, path: str) -> None:
-    """Written whole, as an evaluation snapshot is (a temporary file, then a rename)."""
-    write_snapshot(Snapshot(snapshot.document), path)
+def read_rollouts(path: str) -> Snapshot:
+    return check_rollouts(path, read_document(path))
 
 
-def read_rollouts(path: str) -> RolloutSnapshot:
-    try:
-        document = json.loads(read_bounded(path, IMPORT_SNAPSHOT_MAX_BYTES, "a snapshot"))
-    except OSError as exc:
-        raise ImportRefused([Problem(path, "", f"cannot be read: {exc.strerror}")]) from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ImportRefused([Problem(path, "", f"is not JSON: {exc}")]) from exc
-    return check_rollouts(path, document)
-
-
-def read_all(paths: list[str]) -> tuple[list[Snapshot], list[RolloutSnapshot]]:
+def read_all(paths: list[str]) -> tuple[list[Snapshot], list[Snapshot]]:
     """Every evaluation and rollout snapshot the paths name (a directory stands for its
     ``*.json`` files, in name order), each read and checked; :class:`ImportRefused` naming
     every problem of all."""
-    files: list[str] = []
-    problems: list[Problem] = []
-    for path in paths:
-        if os.path.isdir(path):
-            found = sorted(name for name in os.listdir(path) if name.endswith(".json"))
-            if not found:
-                problems.append(Problem(path, "", "is a directory without snapshot files"))
-            files += [os.path.join(path, name) for name in found]
-        else:
-            files.append(path)
+    files, problems = snapshot_files(paths)
     rounds: list[Snapshot] = []
-    rollouts: list[RolloutSnapshot] = []
+    rollouts: list[Snapshot] = []
     for file in files:
         try:
-            if _format(file) == ROLLOUT_FORMAT:
-                rollouts.append(read_rollouts(file))
+            document = read_document(file)
+            if isinstance(document, dict) and document.get("format") == ROLLOUT_FORMAT:
+                rollouts.append(check_rollouts(file, document))
             else:
-                rounds.append(read_snapshot(file))
+                rounds.append(check_snapshot(file, document))
         except ImportRefused as refused:
             problems += refused.problems
     if problems:
         raise ImportRefused(problems)
     return rounds, rollouts
-
-
-def _format(path: str) -> object:
-    try:
-        document = json.loads(read_bounded(path, IMPORT_SNAPSHOT_MAX_BYTES, "a snapshot"))
-    except (OSError, ValueError, ImportRefused):
-        return None  # the reader says what is wrong
-    return document.get("format") if isinstance(document, dict) else None

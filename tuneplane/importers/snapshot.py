@@ -47,6 +47,7 @@ from tuneplane.importers.problems import ImportRefused, Problem
 
 SNAPSHOT_FORMAT: Final = "tuneplane-import-snapshot"
 SNAPSHOT_VERSION: Final = 1
+ROLLOUT_FORMAT: Final = "tuneplane-rollout-snapshot"
 _BODY: Final = ("source", "round", "population", "checkpoint", "trials", "trajectories", "evidence")
 #: Parts a snapshot may leave out (covered by the content hash when present).
 _OPTIONAL: Final = ("events", "execution")
@@ -70,7 +71,19 @@ def round_id_of(round_prefix: str, content_hash: str, execution: object = None) 
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
+    """A snapshot file's document: an evaluation round's, or a training step's rollouts
+    (:mod:`tuneplane.importers.rollout_snapshot`), told apart by :attr:`is_rollouts`."""
+
     document: dict[str, Any]
+
+    @property
+    def is_rollouts(self) -> bool:
+        return self.document.get("format") == ROLLOUT_FORMAT
+
+    @property
+    def step(self) -> int:
+        """A rollout snapshot's training step."""
+        return int(self.document["step"])
 
     @property
     def round_id(self) -> str:
@@ -308,19 +321,23 @@ def check_snapshot(file: str, document: object) -> Snapshot:
     return Snapshot(document)
 
 
-def read_snapshot(path: str) -> Snapshot:
+def read_document(path: str) -> object:
+    """A snapshot file's JSON, either kind, not yet checked."""
     try:
-        document = json.loads(read_bounded(path, IMPORT_SNAPSHOT_MAX_BYTES, "a snapshot"))
+        return json.loads(read_bounded(path, IMPORT_SNAPSHOT_MAX_BYTES, "a snapshot"))
     except OSError as exc:
         raise ImportRefused([Problem(path, "", f"cannot be read: {exc.strerror}")]) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ImportRefused([Problem(path, "", f"is not JSON: {exc}")]) from exc
-    return check_snapshot(path, document)
 
 
-def read_snapshots(paths: list[str]) -> list[Snapshot]:
-    """Every snapshot the paths name (a directory stands for its ``*.json`` files, in name
-    order), each read and checked; :class:`ImportRefused` naming every problem of all."""
+def read_snapshot(path: str) -> Snapshot:
+    return check_snapshot(path, read_document(path))
+
+
+def snapshot_files(paths: list[str]) -> tuple[list[str], list[Problem]]:
+    """The files the paths name (a directory stands for its ``*.json`` files, in name
+    order), and the problem of each directory that holds none."""
     files: list[str] = []
     problems: list[Problem] = []
     for path in paths:
@@ -331,6 +348,13 @@ def read_snapshots(paths: list[str]) -> list[Snapshot]:
             files += [os.path.join(path, name) for name in found]
         else:
             files.append(path)
+    return files, problems
+
+
+def read_snapshots(paths: list[str]) -> list[Snapshot]:
+    """Every snapshot the paths name (:func:`snapshot_files`), each read and checked;
+    :class:`ImportRefused` naming every problem of all."""
+    files, problems = snapshot_files(paths)
     snapshots: list[Snapshot] = []
     for file in files:
         try:
@@ -343,8 +367,15 @@ def read_snapshots(paths: list[str]) -> list[Snapshot]:
 
 
 def summary(snapshot: Snapshot) -> list[str]:
-    """What a snapshot holds, for people: a line for the round, one per status."""
+    """What a snapshot holds, for people: a line for the round, one per status; for a
+    training step, one line of what it held and what was kept."""
     document = snapshot.document
+    if snapshot.is_rollouts:
+        held = ", ".join(f"{n} {name}" for name, n in document["categories"].items() if n)
+        return [
+            f"step {snapshot.step}: {document['lines']} rollouts ({held or 'none'}), "
+            f"{len(document['trajectories'])} kept"
+        ]
     counts: dict[str, int] = {}
     for trial in document["trials"]:
         counts[trial["status"]] = counts.get(trial["status"], 0) + 1
