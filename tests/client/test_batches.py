@@ -38,6 +38,23 @@ def test_columnar_series_per_metric() -> None:
     assert parse_scalars(batch.body).names == {"loss", "acc"}
 
 
+def test_each_step_carries_the_time_of_its_last_call() -> None:
+    builder = BatchBuilder(max_points=5)
+    calls = [(0, {"a": 1.0, "b": 2.0}, 100.0), (1, {"a": 3.0}, 101.0), (0, {"b": 4.0}, 102.0)]
+    batches = [batch for call in calls for batch in builder.add(*call)]
+    batches += [builder.finish()]  # type: ignore[list-item]
+    [batch] = batches
+    assert batch.body["reported_at"] == {"steps": [0, 1], "times": [102.0, 101.0]}
+    assert parse_scalars(batch.body, now=200.0).reported_at == {0: 102.0, 1: 101.0}
+    # A call split across two batches times its points in both.
+    builder = BatchBuilder(max_points=2)
+    [first] = builder.add(7, {"x": 1.0, "y": 2.0, "z": 3.0}, 50.0)
+    last = builder.finish()
+    assert last is not None
+    assert first.body["reported_at"] == last.body["reported_at"] == {"steps": [7], "times": [50.0]}
+    assert "reported_at" not in build([(0, {"a": 1.0})])[0].body  # no time said, none sent
+
+
 def test_nan_and_infinities_become_invalid_entries_never_numbers() -> None:
     [batch] = build(
         [(0, {"r": math.nan}), (1, {"r": math.inf}), (2, {"r": -math.inf}), (3, {"r": 0.0})]

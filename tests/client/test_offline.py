@@ -142,15 +142,24 @@ def test_init_with_the_server_down_at_start_is_journaled_and_synced_once(
     sqlite_server: Server, tmp_path: Path
 ) -> None:
     server, spool, run = sqlite_server, tmp_path / "spool", f"off-{uuid.uuid4().hex[:8]}"
+    began = time.time()
     done = run_script(dead_url(), spool, run)
+    ended = time.time()
     assert done.returncode == 0, done.stderr
     assert "journaling e2e/" in done.stderr
     assert "run `tuneplane sync`" in done.stderr
     assert run_or_none(server, run) is None  # nothing reached a server
+    time.sleep(2.0)  # the sync comes later: its clock must not be the points'
     synced = tuneplane_sync(server, spool, "--server", server.base)
     assert synced.returncode == 0, synced.stderr
     assert "(offline)" in synced.stderr
     assert_script_arrived(server, run, 20)
+    # Each point keeps the time it was logged at, not the time sync delivered it.
+    base = f"/api/v1/projects/{PROJECT}/runs/{run}"
+    times = [p["time"] for p in server.get(f"{base}/points/train/loss", limit=100)["points"]]
+    assert len(times) == 20
+    assert all(began <= moment <= ended for moment in times), (began, times, ended)
+    assert times == sorted(times)
     assert find_journals(spool) == []
     assert not any(spool.rglob("run.json"))  # the offline attempt is gone with its journals
     again = tuneplane_sync(server, spool, "--server", server.base)
@@ -359,10 +368,15 @@ def test_init_with_the_spool_and_the_server_up_delivers_live_and_leaves_nothing(
     sqlite_server: Server, tmp_path: Path
 ) -> None:
     server, spool, run = sqlite_server, tmp_path / "spool", f"on-{uuid.uuid4().hex[:8]}"
+    began = time.time()
     done = run_script(server.base, spool, run, TUNEPLANE_API_KEY=server.key)
+    ended = time.time()
     assert done.returncode == 0, done.stderr
     assert "kept in the spool" not in done.stderr
     assert_script_arrived(server, run, 20)
+    base = f"/api/v1/projects/{PROJECT}/runs/{run}"
+    times = [p["time"] for p in server.get(f"{base}/points/train/loss", limit=100)["points"]]
+    assert all(began <= moment <= ended for moment in times), (began, times, ended)
     assert find_journals(spool) == []
 
 

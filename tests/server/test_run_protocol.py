@@ -2,6 +2,7 @@
 
 import os
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -272,6 +273,72 @@ def test_a_run_admits_at_most_4096_series(api: TestClient) -> None:
     assert summary(api, "s/0/0")["count"] == 1  # nothing of the refused batch was stored
     existing_only = {"series": [{"name": "s/1/5", "steps": [1], "values": [2.0]}]}
     assert scalars(api, token, existing_only).status_code == 200
+
+
+def test_points_keep_the_time_the_client_reported_them_at(api: TestClient) -> None:
+    token = start(api)
+    body = {
+        "series": [{"name": "m", "steps": [1, 2, 3], "values": [0.7, 0.6, 0.5]}],
+        "reported_at": {"steps": [1, 2], "times": [1_700_000_000, 1_700_000_001.5]},
+    }
+    before = time.time()
+    assert scalars(api, token, body).status_code == 200
+    times = [p["time"] for p in api.get(RUN + "/points/m").json()["points"]]
+    assert times[:2] == [1_700_000_000.0, 1_700_000_001.5]
+    assert times[2] >= before  # a step it did not time: when the server received it
+    # A correction takes the time of its own report.
+    again = {
+        "series": [{"name": "m", "steps": [1], "values": [0.1]}],
+        "reported_at": {"steps": [1], "times": [1_700_000_100]},
+    }
+    scalars(api, token, again)
+    assert api.get(RUN + "/points/m").json()["points"][0]["time"] == 1_700_000_100.0
+
+
+def _timed(times: object, steps: object = (1,)) -> dict[str, Any]:
+    return {
+        "series": [{"name": "m", "steps": [1], "values": [1.0]}],
+        "reported_at": {"steps": list(steps), "times": times},  # type: ignore[call-overload]
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "rule"),
+    [
+        (_timed([time.time() * 1000]), "reported_at.times[0]", "past the server's clock"),
+        (_timed([time.time() + 2 * 86_400]), "reported_at.times[0]", "at most 86400"),
+        (_timed([-1.0]), "reported_at.times[0]", "UNIX seconds"),
+        (_timed(["now"]), "reported_at.times[0]", "UNIX seconds"),
+        (_timed([1.0, 2.0]), "reported_at.times", "as long as steps"),
+        (_timed([1.0], steps=[-3]), "reported_at.steps[0]", "integer"),
+        (
+            {"series": [{"name": "m", "steps": [1], "values": [1]}], "reported_at": 5},
+            "reported_at",
+            "object",
+        ),
+    ],
+)
+def test_bad_client_times_are_named(
+    api: TestClient, body: dict[str, Any], field: str, rule: str
+) -> None:
+    token = start(api)
+    response = scalars(api, token, body)
+    assert response.status_code == 422
+    detail = response.json()["error"]["details"][0]
+    assert detail["field"] == field
+    assert rule in detail["rule"]
+    assert api.get(RUN + "/metrics").json() == []
+
+
+def test_a_nan_client_time_is_refused_by_name(api: TestClient) -> None:
+    token = start(api)
+    raw = (
+        b'{"series": [{"name": "m", "steps": [1], "values": [1]}],'
+        b' "reported_at": {"steps": [1], "times": [NaN]}}'
+    )
+    response = api.post("/api/v1/ingest/scalars", content=raw, headers=token)
+    assert response.status_code == 422
+    assert response.json()["error"]["details"][0]["field"] == "reported_at.times[0]"
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ class Batch:
     """One request body: ``points`` (valid and invalid, ``invalid`` of them NaN/inf) plus
     ``merged`` points that a later report of the same metric and step replaced."""
 
-    body: dict[str, list[dict[str, object]]]
+    body: dict[str, object]
     points: int
     invalid: int
     merged: int
@@ -93,17 +93,24 @@ class BatchBuilder:
         self._merged = 0
         #: The highest step in the batch: a call past it cannot repeat a (metric, step).
         self._last_step = -1
+        #: When each step of the batch was reported (its last call's time).
+        self._times: dict[int, float] = {}
         #: Points that will not be sent, by reason, until ``take_dropped``.
         self.dropped: Counter[str] = Counter()
         #: The first problem seen of each reason, for a log line.
         self.examples: dict[str, str] = {}
 
-    def add(self, step: object, metrics: Mapping[object, object]) -> Iterator[Batch]:
-        """Take one ``report()`` call; yield every batch that became full."""
+    def add(
+        self, step: object, metrics: Mapping[object, object], at: float | None = None
+    ) -> Iterator[Batch]:
+        """Take one ``report()`` call, made at ``at`` (UNIX seconds; None: unsaid); yield
+        every batch that became full."""
         checked = _as_step(step)
         if checked is None:
             self._drop(BAD_STEP, len(metrics), f"step {step!r} is not an integer 0..2**63-1")
             return
+        if at is not None:
+            self._times[checked] = at
         values = metrics.values()
         if (
             checked > self._last_step
@@ -148,6 +155,8 @@ class BatchBuilder:
                 self._invalid += 1
             if self._count >= self._max_points:
                 yield self._take()
+                if at is not None:  # the rest of this call is in the new batch
+                    self._times[checked] = at
         # After any batch taken above: the points left of this call are in the new one.
         self._last_step = max(self._last_step, checked)
 
@@ -201,9 +210,12 @@ class BatchBuilder:
                 series.append({"name": name, "steps": steps, "values": values})
             if bad_steps:
                 invalid.append({"name": name, "steps": bad_steps, "kinds": kinds})
-        body: dict[str, list[dict[str, object]]] = {"series": series}
+        body: dict[str, object] = {"series": series}
         if invalid:
             body["invalid"] = invalid
+        if self._times:
+            body["reported_at"] = {"steps": list(self._times), "times": list(self._times.values())}
+            self._times = {}
         batch = Batch(body, self._count, self._invalid, self._merged)
         self._pending = {}
         self._count = 0

@@ -19,13 +19,14 @@ from typing import Final
 from tuneplane.client.health import Health
 from tuneplane.contract.limits import STEP_MAX
 
+_clock: Final = time.time
 #: Drop reasons decided at the door.
 QUEUE_FULL: Final = "queue full"
 CLOSED: Final = "reporter closed"
 
-#: Queued ``report()`` calls, as two parallel lists: the steps (checked later) and private
-#: copies of the metrics.
-Taken = tuple[list[object], list[dict[object, object]]]
+#: Queued ``report()`` calls, as three parallel lists: the steps (checked later), private
+#: copies of the metrics and when each call was made (UNIX seconds).
+Taken = tuple[list[object], list[dict[object, object]], list[float]]
 
 
 class Ledger:
@@ -150,6 +151,9 @@ class PointQueue(Ledger):
         # floats is not tracked at all.
         self._steps: list[object] = []
         self._metrics: list[dict[object, object]] = []
+        # The time of each call, sent with its points: a batch delivered late (after an
+        # outage, or by `tuneplane sync`) keeps the time its points were reported at.
+        self._times: list[float] = []
         self._waiting = 0  # points in the two lists
         self._next_step = next_step
         self._woken = False
@@ -160,6 +164,7 @@ class PointQueue(Ledger):
 
         The training thread's hot path: keep it to a few attribute updates."""
         points = len(metrics)
+        now = _clock()
         with self._lock:
             if step is None:
                 step = self._next_step
@@ -175,6 +180,7 @@ class PointQueue(Ledger):
             self._waiting += points
             self._steps.append(step)
             self._metrics.append(metrics)
+            self._times.append(now)
             if self._waiting < self._wake_at or self._woken:
                 return True
             self._woken = True
@@ -189,6 +195,7 @@ class PointQueue(Ledger):
 
     def put_at(self, metrics: dict[object, object], step: int) -> bool:
         """Queue points at ``step`` without moving the automatic step (system metrics)."""
+        now = _clock()
         with self._lock:
             if self._pending + len(metrics) > self._limit:
                 self._dropped[CLOSED if self._closed else QUEUE_FULL] += len(metrics)
@@ -197,6 +204,7 @@ class PointQueue(Ledger):
             self._waiting += len(metrics)
             self._steps.append(step)
             self._metrics.append(metrics)
+            self._times.append(now)
         return True
 
     def _unusual_step(self, step: object) -> object:
@@ -211,8 +219,8 @@ class PointQueue(Ledger):
     def take(self) -> Taken:
         """Everything queued so far, for the sender; the points stay pending until settled."""
         with self._lock:
-            taken = (self._steps, self._metrics)
-            self._steps, self._metrics = [], []
+            taken = (self._steps, self._metrics, self._times)
+            self._steps, self._metrics, self._times = [], [], []
             self._waiting = 0
             self._woken = False
         return taken
@@ -222,7 +230,7 @@ class PointQueue(Ledger):
             self._failed_sends += 1
 
     def _discard_waiting(self) -> None:
-        self._steps, self._metrics = [], []
+        self._steps, self._metrics, self._times = [], [], []
         self._waiting = 0
 
     def health(self) -> Health:

@@ -204,8 +204,8 @@ class Sender(threading.Thread):
     def _deliver(self, taken: Taken) -> None:
         builder = self._builder
         since_pause = 0
-        for step, metrics in zip(*taken, strict=True):
-            for batch in builder.add(step, metrics):
+        for step, metrics, at in zip(*taken, strict=True):
+            for batch in builder.add(step, metrics, at):
                 self._send_while_building(batch)
                 self._settle_drops()
             since_pause += len(metrics)

@@ -51,6 +51,9 @@ JSON_BODY_MAX_DEPTH: Final = 512
 
 #: SDK scalars: points (valid and invalid) in one ``POST /api/v1/ingest/scalars``.
 SCALAR_BATCH_MAX_POINTS: Final = 2_048
+#: How far past the server's clock a point's client time (``reported_at``) may be: a day
+#: forgives a node's wrong time zone, and still refuses milliseconds sent as seconds.
+CLIENT_TIME_MAX_AHEAD_SECONDS: Final = 86_400.0
 #: Scalar series one run admits.
 RUN_MAX_SERIES: Final = 4_096
 #: SDK: scalar points waiting in the background queue before new ones are dropped.

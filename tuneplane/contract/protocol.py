@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import orjson
@@ -15,6 +15,7 @@ from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.ids import display_name_problem, id_problem, metric_name_problem
 from tuneplane.contract.json_body import malformed
 from tuneplane.contract.limits import (
+    CLIENT_TIME_MAX_AHEAD_SECONDS,
     LOG_BATCH_MAX_LINES,
     LOG_LINE_MAX_CHARS,
     RUN_CONFIG_MAX_BYTES,
@@ -179,6 +180,10 @@ class InvalidPoints:
 class ScalarBatch:
     series: list[SeriesPoints]
     invalid: list[InvalidPoints]
+    #: When the client reported each step (UNIX seconds of its clock), so that points sent
+    #: late (after an outage, replayed by ``tuneplane sync``) keep their time; a step not
+    #: here takes the time the server received it.
+    reported_at: dict[int, float] = field(default_factory=dict)
 
     @property
     def names(self) -> set[str]:
@@ -227,10 +232,47 @@ def _steps(path: str, entry: dict[str, Any], violations: list[Violation]) -> lis
     return steps
 
 
-def parse_scalars(body: object) -> ScalarBatch:
-    """A ``POST /api/v1/ingest/scalars`` body: columnar points per series."""
+def _reported_at(
+    item: dict[str, Any], now: float | None, violations: list[Violation]
+) -> dict[int, float]:
+    """``{"steps": [...], "times": [...]}``: the client's time of each step, finite UNIX
+    seconds no further than a day past ``now`` (the server's clock; None: not checked)."""
+    value = item.get("reported_at")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        violations.append(Violation("reported_at", "must be an object of steps and times"))
+        return {}
+    steps = _steps("reported_at", value, violations)
+    times = value.get("times")
+    if steps is None:
+        return {}
+    if len(steps) > SCALAR_BATCH_MAX_POINTS:
+        violations.append(Violation("reported_at.steps", f"at most {SCALAR_BATCH_MAX_POINTS}"))
+        return {}
+    if not isinstance(times, list) or len(times) != len(steps):
+        violations.append(Violation("reported_at.times", "must be a list as long as steps"))
+        return {}
+    moments = finite_floats(times)
+    for index, moment in enumerate(moments):
+        path = f"reported_at.times[{index}]"
+        if moment is None or moment < 0:
+            violations.append(Violation(path, "must be UNIX seconds"))
+            return {}
+        if now is not None and moment - now > CLIENT_TIME_MAX_AHEAD_SECONDS:
+            ahead = f"{moment - now:.0f} s past the server's clock"
+            limit = f"at most {CLIENT_TIME_MAX_AHEAD_SECONDS:.0f}"
+            violations.append(Violation(path, f"is {ahead} ({limit})"))
+            return {}
+    return dict(zip(steps, moments, strict=True))  # type: ignore[arg-type]
+
+
+def parse_scalars(body: object, now: float | None = None) -> ScalarBatch:
+    """A ``POST /api/v1/ingest/scalars`` body: columnar points per series, and optionally
+    when each step was reported (checked against ``now``, the server's clock)."""
     item = _object(body)
     violations: list[Violation] = []
+    reported_at = _reported_at(item, now, violations)
     series: list[SeriesPoints] = []
     invalid: list[InvalidPoints] = []
     total = 0
@@ -274,7 +316,7 @@ def parse_scalars(body: object) -> ScalarBatch:
             )
         )
     _raise_if(violations)
-    return ScalarBatch(series, invalid)
+    return ScalarBatch(series, invalid, reported_at)
 
 
 @dataclass(frozen=True, slots=True)

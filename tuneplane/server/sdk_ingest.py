@@ -3,6 +3,7 @@ scoped to one run and one execution attempt."""
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
@@ -34,7 +35,7 @@ Scope = Annotated[TokenScope, Depends(require_ingest_token)]
 @router.post("/scalars", response_model=ScalarResult)
 async def ingest_scalars(request: Request, scope: Scope) -> Response:
     """Columnar points per series (at most 2,048); a step reported again is a correction."""
-    batch = parse_scalars(await read_json(request, INGEST_BODY_MAX_BYTES))
+    batch = parse_scalars(await read_json(request, INGEST_BODY_MAX_BYTES), now=time.time())
     state = app_state(request)
     outcome = await state.database.write(
         write_as, scope, scalars.write_scalars, scope.run_id, batch, key=scope.run_id

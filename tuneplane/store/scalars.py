@@ -277,12 +277,16 @@ def write_scalars(connection: Connection, run_id: int, batch: ScalarBatch) -> Sc
     series = _load_series(sql, run_id, batch.names)
     invalids = _invalid_steps(batch)
     puts = _puts(batch, invalids)
+    reported_at = batch.reported_at
     changes = {}
     for name, state in series.items():
         put_steps, put_values = puts.get(name, ((), ()))
         count = len(put_steps)
+        # A point's time is when the client reported it, when it says so (a batch sent
+        # late keeps its time), else when it arrived.
+        times = [reported_at.get(step, now) for step in put_steps] if reported_at else [now] * count
         changes[state.id] = SeriesChange(
-            Points(list(put_steps), [SDK_EVENT] * count, list(put_values), [now] * count),
+            Points(list(put_steps), [SDK_EVENT] * count, list(put_values), times),
             [(step, SDK_EVENT) for step in sorted(invalids.get(name, ()))],
         )
     effects = apply_changes(sql, changes)
