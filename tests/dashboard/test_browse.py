@@ -25,7 +25,7 @@ def test_projects_lead_to_a_filterable_runs_table(page: Page) -> None:
     for seeded_row in seeded:
         expect(seeded_row).to_have_count(1)
     row = seeded[0]
-    expect(row.locator("td").nth(5)).to_have_text("299")  # last step
+    expect(row.locator("td").nth(6)).to_have_text("299")  # last step
     expect(row.locator(".chip")).to_have_count(4)  # of 5 config items: 4 and "+1"
     expect(row.locator(".config")).to_contain_text("+1")
     expect(row.locator(".chip").first).to_contain_text("participant")

@@ -73,7 +73,7 @@ def test_the_runs_table_is_searched_sorted_and_given_columns_by_the_server(
     sort.click()  # descending
     expect(header).to_have_attribute("aria-sort", "descending")
     expect(rows.first).to_have_attribute("data-run", "r1")
-    expect(rows.first.locator("td").nth(5)).to_have_text("3.00e-5")
+    expect(rows.first.locator("td").nth(6)).to_have_text("3.00e-5")  # config.lr
     query = parse_qs(urlsplit(page.url).query)
     assert query == {
         "q": ["config.lr < 5e-4 and reward.last > 0.6"],

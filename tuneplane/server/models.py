@@ -85,6 +85,9 @@ class RunOut(BaseModel):
     you: Permissions | None = None
     #: The runs list only: the values of the ``columns`` asked for (null where a run has none).
     columns: dict[str, object] | None = None
+    #: The runs list only: the checkpoint of the run's latest evaluated round that recorded
+    #: one (``name``, ``digest``, ``round_id``, ``execution_attempt``), or null.
+    latest_checkpoint: dict[str, object] | None = None
 
 
 class Deleted(BaseModel):

@@ -47,7 +47,7 @@ from tuneplane.server.models import (
 from tuneplane.server.responses import JSON
 from tuneplane.server.run_json import run_json
 from tuneplane.server.state import app_state
-from tuneplane.store import access, catalog, points, run_search
+from tuneplane.store import access, catalog, evaluation, points, run_search
 from tuneplane.store.run_summary import run_summary
 from tuneplane.store.runs import differing_attempt_configs
 
@@ -109,15 +109,23 @@ def list_runs(
     """The project's runs matching ``q``, in ``sort`` order (oldest first without one), a
     page of ``limit`` from ``offset``; the header ``X-Total-Count`` says how many match.
     ``columns`` adds the named config values and summary metrics to each run, as
-    ``columns``. For a share link, just the run it opens."""
+    ``columns``. ``latest_checkpoint`` is the checkpoint of the run's latest evaluated round
+    that recorded one (with that round), or null. For a share link, just the run it opens."""
     terms, order, fields = parse_query(q or ""), parse_sort(sort), parse_columns(columns)
     actor = caller_of(request).actor
     with app_state(request).database.connect() as connection:
         found = run_search.search_runs(connection, project, terms, order, fields, limit, offset)
         you = permissions(request, connection, project)
-    shown = [row for row in found.rows if actor.share_run_id in (None, row.id)]
+        shown = [row for row in found.rows if actor.share_run_id in (None, row.id)]
+        marks = evaluation.latest_checkpoints(connection, [row.id for row in shown])
     answer = [
-        {**run_json(project, row), "you": you, **_columns(fields, row, found)} for row in shown
+        {
+            **run_json(project, row),
+            "you": you,
+            "latest_checkpoint": marks.get(row.id),
+            **_columns(fields, row, found),
+        }
+        for row in shown
     ]
     total = found.total if actor.share_run_id is None else len(shown)
     return JSON(answer, headers={"X-Total-Count": str(total)})

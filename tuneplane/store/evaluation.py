@@ -221,6 +221,42 @@ def checkpoints(connection: Connection, run_id: int, attempt: int) -> dict[str, 
     return found
 
 
+def latest_checkpoints(connection: Connection, run_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Per run, the checkpoint of its latest round that recorded one (its newest
+    ``evaluation/checkpoint`` event): ``{"name", "digest", "round_id", "execution_attempt"}``.
+    Only runs with rounds are searched: a checkpoint is recorded beside a round, and a
+    training run's many free events are never scanned for one."""
+    evaluated = union(
+        select(eval_rounds.c.run_id).where(eval_rounds.c.run_id.in_(run_ids)),
+        select(round_tallies.c.run_id).where(round_tallies.c.run_id.in_(run_ids)),
+    ).subquery()
+    newest = (
+        select(func.max(observations.c.id))
+        .where(
+            observations.c.run_id.in_(select(evaluated.c.run_id)),
+            observations.c.type == "event",
+            observations.c.name == CHECKPOINT_EVENT,
+        )
+        .group_by(observations.c.run_id)
+    )
+    rows = connection.execute(
+        select(observations.c.run_id, observations.c.attempt, observations.c.body).where(
+            observations.c.id.in_(newest)
+        )
+    )
+    found: dict[int, dict[str, Any]] = {}
+    for run_id, attempt, body in rows:
+        fields = body.get("fields") if isinstance(body, dict) else None
+        if isinstance(fields, dict) and isinstance(fields.get("round_id"), str):
+            found[int(run_id)] = {
+                "name": fields.get("checkpoint"),
+                "digest": fields.get("checkpoint_digest"),
+                "round_id": fields["round_id"],
+                "execution_attempt": int(attempt),
+            }
+    return found
+
+
 def scored_trials(
     connection: Connection, run_id: int, attempt: int, round_id: str
 ) -> list[tuple[str, str]]:

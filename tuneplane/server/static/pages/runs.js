@@ -96,6 +96,7 @@ export async function runsPage(project) {
       h("th"),
       ...labels.map((label) => sortHeader(label, SORTS[label])),
       h("th", { text: "config" }),
+      h("th", { text: "checkpoint" }),
       ...state.columns.map((column) => sortHeader(column, column)),
       ...["last step", "points", "last update", "alerts"].map((label) => sortHeader(label, SORTS[label])),
       h("th", { text: "transport" }),
@@ -107,7 +108,7 @@ export async function runsPage(project) {
     problem.textContent = found.error?.message ?? "";
     if (!found.runs.length) {
       const text = found.error ? "The filter is not understood." : "No run matches the filter.";
-      body.append(h("tr", {}, h("td", { colspan: 10 + state.columns.length, class: "empty-cell", text })));
+      body.append(h("tr", {}, h("td", { colspan: 11 + state.columns.length, class: "empty-cell", text })));
     }
   };
 
@@ -216,6 +217,15 @@ function groupMembers(runs) {
   return members;
 }
 
+/** The checkpoint of the run's latest evaluated round that recorded one, opening that round. */
+function checkpointCell(project, run) {
+  const mark = run.latest_checkpoint;
+  if (!mark) return h("td", { class: "checkpoint muted", text: "—" });
+  const round = `?tab=validation&attempt=${mark.execution_attempt}&round=${encodeURIComponent(mark.round_id)}`;
+  const title = `round ${mark.round_id}, execution attempt ${mark.execution_attempt}${mark.digest ? `\n${mark.digest}` : ""}`;
+  return h("td", { class: "checkpoint" }, h("a", { class: "checkpoint-link", href: api.page.run(project, run.run, round), title, text: mark.name ?? "unnamed" }));
+}
+
 function row(project, run, selected, sync, columns = [], members = new Map()) {
   const box = h("input", {
     type: "checkbox",
@@ -252,6 +262,7 @@ function row(project, run, selected, sync, columns = [], members = new Map()) {
       ...(run.tags ?? []).map((tag) => h("span", { class: "tag", text: tag })),
     ),
     h("td", { class: "config" }, configChips(run.config, 4)),
+    checkpointCell(project, run),
     ...columns.map((column) => cell(run.columns?.[column])),
     h("td", { class: "num", text: fmtInt(run.last_step) }),
     h("td", { class: "num", text: fmtInt(run.point_count) }),
