@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from tuneplane.contract.limits import IMPORT_PLAN_MAX_BYTES, IMPORT_TASK_CONFIG_MAX_BYTES
 from tuneplane.importers.bounded import FileTooLarge, read_bounded
-from tuneplane.importers.plan import Plan, PlannedTrial, parse_plan
+from tuneplane.importers.plan import Plan, PlannedTrial, example_plan, parse_plan
 from tuneplane.importers.problems import ImportRefused, Problem
 
 #: Trials one execution runs at most (the seed's limit: a small explicit cohort).
@@ -59,23 +59,8 @@ _OWN: Final = ("deadline_seconds", "trial_config", "trials")
 #: digest): what the agent is given at run time, as Harbor's ``AgentConfig`` names them.
 CHECKPOINT_AGENT_FIELDS: Final = ("model_name", "base_url")
 
-EXAMPLE_EVAL_PLAN: Final = """{
-  "plan_version": 1,
-  "round": "tbench-val",
-  "benchmark": {"name": "terminal-bench", "version": "2.0"},
-  "checkpoint": {
-    "name": "org/model@step-1200",
-    "digest": "REPLACE_WITH_CHECKPOINT_WEIGHTS_SHA256_OR_REMOVE_THIS_KEY",
-    "model_name": "hosted_vllm/step-1200",
-    "base_url": "http://model-service:8000/v1"
-  },
-  "digests": {
-    "dataset": "REPLACE_WITH_DATASET_MANIFEST_SHA256",
-    "verifier": "REPLACE_WITH_VERIFIER_SHA256",
-    "runtime": "REPLACE_WITH_RUNTIME_LOCK_OR_IMAGE_MANIFEST_SHA256",
-    "harness": "REPLACE_WITH_HARNESS_SHA256"
-  },
-  "deadline_seconds": 1800,
+EXAMPLE_EVAL_PLAN: Final = example_plan(
+    """  "deadline_seconds": 1800,
   "trial_config": {
     "agent": {"name": "terminus-2"},
     "environment": {"type": "docker"},
@@ -86,7 +71,9 @@ EXAMPLE_EVAL_PLAN: Final = """{
     {"task": "hello-world", "repeat": 1, "path": "tasks/hello-world"}
   ]
 }
-"""
+""",
+    checkpoint=',\n    "model_name": "hosted_vllm/step-1200",\n    "base_url": "http://model-service:8000/v1"',
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,13 +54,15 @@ _ATTEMPT_FIELDS: Final = ("retry", "directory")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _TRIAL_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
-EXAMPLE_PLAN: Final = """{
+#: The declarations every example plan makes (round, benchmark, checkpoint, digests);
+#: ``<checkpoint>`` is where a plan's own checkpoint fields go.
+_EXAMPLE_DECLARATIONS: Final = """{
   "plan_version": 1,
   "round": "tbench-val",
   "benchmark": {"name": "terminal-bench", "version": "2.0"},
   "checkpoint": {
     "name": "org/model@step-1200",
-    "digest": "REPLACE_WITH_CHECKPOINT_WEIGHTS_SHA256_OR_REMOVE_THIS_KEY"
+    "digest": "REPLACE_WITH_CHECKPOINT_WEIGHTS_SHA256_OR_REMOVE_THIS_KEY"<checkpoint>
   },
   "digests": {
     "dataset": "REPLACE_WITH_DATASET_MANIFEST_SHA256",
@@ -68,7 +70,17 @@ EXAMPLE_PLAN: Final = """{
     "runtime": "REPLACE_WITH_RUNTIME_LOCK_OR_IMAGE_MANIFEST_SHA256",
     "harness": "REPLACE_WITH_HARNESS_SHA256"
   },
-  "settings": {"agent": "claude-code", "timeout_multiplier": 1.0, "max_retries": 1},
+"""
+
+
+def example_plan(rest: str, checkpoint: str = "") -> str:
+    """An example plan as ``--example-plan`` prints it: the shared declarations, the
+    ``checkpoint`` lines added to the checkpoint, then the plan's own fields (``rest``)."""
+    return _EXAMPLE_DECLARATIONS.replace("<checkpoint>", checkpoint) + rest
+
+
+EXAMPLE_PLAN: Final = example_plan(
+    """  "settings": {"agent": "claude-code", "timeout_multiplier": 1.0, "max_retries": 1},
   "trials": [
     {"task": "etl_checkpoint_resume_bug", "repeat": 0, "attempts": [
       {"retry": 0, "directory": "jobs/first/etl_checkpoint_resume_bug__cdwMJ5R"},
@@ -79,6 +91,7 @@ EXAMPLE_PLAN: Final = """{
   ]
 }
 """
+)
 
 
 @dataclass(frozen=True, slots=True)
