@@ -420,6 +420,9 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"returned nan values in its \d+th output",
             r"Detected (NaN|Inf|inf) ",
             r"grad[ _]norm\s*[:=]\s*(nan|inf)\b",
+            # Megatron-core's rerun state machine: a bucket's grad norm or the forward loss.
+            r"found (NaN|Inf) in local (grad norm|forward loss)",
+            r"Unexpected result tensor\((nan|inf|-inf)\b",
             flags=_I,
         ),
         "Lower the learning rate or raise warmup, clip gradients, use bf16 instead of fp16, "
