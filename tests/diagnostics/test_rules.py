@@ -301,3 +301,20 @@ def test_of_two_findings_on_one_line_the_more_specific_comes_first() -> None:
         "the same directory."
     )
     assert codes(Evidence(lines=lines(line)))[:2] == ["dataset_error", "missing_file"]
+
+
+def test_kubernetes_evictions_and_node_shutdowns_name_their_cause() -> None:
+    evicted = (
+        "Warning  Evicted  3m  kubelet  The node was low on resource: {}. Container trainer "
+        "was using 91234Ki, which exceeds its request of 0."
+    )
+    assert codes(Evidence(lines=lines(evicted.format("memory")))) == ["host_oom"]
+    assert codes(Evidence(lines=lines(evicted.format("ephemeral-storage")))) == ["disk_full"]
+    limit = 'Container trainer exceeded its local ephemeral storage limit "20Gi". '
+    assert codes(Evidence(lines=lines(limit))) == ["disk_full"]
+    for status in (
+        "Message:  Pod was terminated in response to imminent node shutdown.",
+        "Message:  Node is shutting, evicting pods",
+        "Message:  Pod was rejected: Pod was rejected as the node is shutting down.",
+    ):
+        assert codes(Evidence(lines=lines(status))) == ["preempted"], status

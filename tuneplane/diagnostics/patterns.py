@@ -190,6 +190,9 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"killed due to the node running low on memory",
             r"ray\.exceptions\.OutOfMemoryError",
             r"killed due to memory pressure \(OOM\)",
+            # The kubelet's eviction of a pod from a node short of memory.
+            r"[Tt]he node was low on resource: memory",
+            r"[Tt]he node had condition: \[MemoryPressure\]",
         ),
         "Give the job more host memory, or lower what it holds in RAM: fewer dataloader "
         "workers, streaming datasets, smaller CPU offload buffers.",
@@ -204,6 +207,8 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             "Task was killed",
             "OutOfMemoryError",
             "Workers",
+            "low on resource",
+            "MemoryPressure",
         ),
     ),
     Pattern(
@@ -298,6 +303,9 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"[Nn]ot enough (free )?disk space",
             r"database or disk is full",
             r"insufficient shared memory \(shm\)",
+            # The kubelet's eviction for a node's or a container's local storage.
+            r"[Tt]he node was low on resource: ephemeral-storage",
+            r"exceeded its local ephemeral storage limit",
         ),
         "Free space where the job writes (checkpoints, caches such as HF_HOME, /tmp, /dev/shm), "
         "keep fewer checkpoints (save_total_limit), or write to a larger volume.",
@@ -312,6 +320,8 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             "Not enough",
             "OperationalError",
             "(shm)",
+            "low on resource",
+            "ephemeral storage",
         ),
     ),
     Pattern(
@@ -445,12 +455,26 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"[Ss]pot [Ii]nstance (interruption|termination) notice",
             r"\"EventType\":\s*\"Preempt\"",
             r"(Spot|Low-priority) (VM|node|instance)s? .*evicted",
+            # Kubernetes' graceful node shutdown (1.20 and 1.21+ wordings).
+            r"terminated in response to imminent node shutdown",
+            r"Node is shutting, evicting pods",
+            r"rejected as the node is shutting down",
         ),
         "Resume from the last checkpoint (tuneplane run resumes the run and continues its "
         "steps); checkpoint more often on preemptible nodes, or ask for a longer time limit.",
         # A setting, not an event: preemption=false, "preempted": 0, 'preemption': False.
         unless=re.compile(r"preempt\w*['\"]?\s*[=:]\s*['\"]?(false|0|none|no)\b", _I),
-        anchors=("PREEMPT", "preempt", "Preempt", "SIGTERM", "Signal", "Spot", "Low-priority"),
+        anchors=(
+            "PREEMPT",
+            "preempt",
+            "Preempt",
+            "SIGTERM",
+            "Signal",
+            "Spot",
+            "Low-priority",
+            "node shutdown",
+            "shutting",
+        ),
     ),
     Pattern(
         "time_limit",
