@@ -4,8 +4,9 @@
 
 import * as api from "../lib/api.js";
 import { h } from "../lib/dom.js";
+import { attempt, errorLine, select } from "../lib/forms.js";
+import { rulesPath } from "./common.js";
 import { FIELDS, KIND_LABELS, KINDS, LEVELS, defaultLevel } from "./describe.js";
-import { attempt, errorLine, rulesPath, select } from "./common.js";
 
 const NUMBERS = ["value", "percent", "window", "seconds", "points", "baseline.attempt"];
 const TEXTS = { metric: "reward, *loss*, eval/*", "baseline.run": "run", "baseline.round_id": "round ID", round_id: "every round" };

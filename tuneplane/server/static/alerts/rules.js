@@ -5,8 +5,9 @@
 import * as api from "../lib/api.js";
 import { h } from "../lib/dom.js";
 import { fmtTime } from "../lib/format.js";
+import { attempt, confirmBox, errorLine } from "../lib/forms.js";
 import { KIND_LABELS, condition } from "./describe.js";
-import { attempt, confirmBox, errorLine, rulesPath } from "./common.js";
+import { rulesPath } from "./common.js";
 import { ruleForm } from "./ruleform.js";
 
 const COLUMNS = ["name", "kind", "condition", "level", "run", "state", ""];

@@ -6,7 +6,8 @@ import * as api from "../lib/api.js";
 import { copyField } from "../lib/clipboard.js";
 import { h } from "../lib/dom.js";
 import { fmtTime } from "../lib/format.js";
-import { attempt, confirmBox, errorLine, select, webhooksPath } from "./common.js";
+import { attempt, confirmBox, errorLine, select } from "../lib/forms.js";
+import { webhooksPath } from "./common.js";
 
 const DELIVERY_COLUMNS = ["event", "alert", "state", "tries", "last status", "last error", "created", "finished"];
 

@@ -7,6 +7,8 @@ import * as api from "../lib/api.js";
 import { copyField } from "../lib/clipboard.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { fmtTime } from "../lib/format.js";
+import { attempt, confirmBox, errorLine, select } from "../lib/forms.js";
+import { noProjectPage } from "../lib/missing.js";
 import { here } from "../lib/root.js";
 
 const ROLES = ["owner", "editor", "viewer"];
@@ -16,42 +18,6 @@ const memberPath = (project, login) => `${api.projectPath(project)}/members/${en
 /** The page's own address. */
 export const accessHref = (project) => `/projects/${enc(project)}/access`;
 
-/** A line that shows a refusal as text; cleared by the next attempt. */
-function errorLine() {
-  const el = h("p", { class: "form-error", role: "alert", hidden: true });
-  return {
-    el,
-    clear: () => {
-      el.hidden = true;
-      el.textContent = "";
-    },
-    show: (failure) => {
-      el.textContent = String(failure?.message ?? failure);
-      el.hidden = false;
-    },
-  };
-}
-
-/** Run `action`; a refusal goes to `error`, and `after` (a reload) runs either way. */
-async function attempt(error, action, after = null) {
-  error.clear();
-  try {
-    await action();
-  } catch (failure) {
-    error.show(failure);
-  } finally {
-    if (after) await after().catch((failure) => error.show(failure));
-  }
-}
-
-function select(name, options, value, props = {}) {
-  return h(
-    "select",
-    { name, ...props },
-    options.map(([optionValue, text]) => h("option", { value: optionValue, text, selected: optionValue === value })),
-  );
-}
-
 export async function accessPage(project) {
   crumbs([[project, api.page.project(project)], ["access", null]]);
   let runs;
@@ -59,7 +25,7 @@ export async function accessPage(project) {
     runs = await api.runs(project);
   } catch (error) {
     if (error.status !== 404) throw error;
-    mount(empty(`No project named “${project}”.`, h("a", { href: "/", text: "All projects" })));
+    await noProjectPage(project);
     return;
   }
   const me = await api.session();
@@ -107,7 +73,6 @@ function visibilitySection(project, initial, csrf) {
   const visibility = h("input", { type: "checkbox", name: "public", "aria-label": "public" });
   const publicLogs = h("input", { type: "checkbox", name: "public_logs", "aria-label": "public logs" });
   const state = h("p", { class: "access-state" });
-  const confirmBox = h("div", { class: "notice confirm", hidden: true });
   const show = () => {
     visibility.checked = current.visibility === "public";
     publicLogs.checked = current.public_logs;
@@ -120,6 +85,12 @@ function visibilitySection(project, initial, csrf) {
     attempt(error, async () => {
       current = await api.sendJSON("PATCH", accessPath(project), body, { csrf });
     }, async () => show());
+  const makePublic = confirmBox(
+    `Make ${project} public? Anyone who can reach this server will read its runs.`,
+    "Make public",
+    () => change({ visibility: "public" }),
+    "primary",
+  );
   visibility.addEventListener("change", () => {
     if (!visibility.checked) {
       change({ visibility: "private" });
@@ -128,19 +99,8 @@ function visibilitySection(project, initial, csrf) {
     // Making a project public is the one change here that cannot be taken back: what was
     // read while it was public has been read.
     visibility.checked = false;
-    confirmBox.hidden = false;
+    makePublic.open();
   });
-  confirmBox.append(
-    h("p", { text: `Make ${project} public? Anyone who can reach this server will read its runs.` }),
-    h("button", { type: "button", class: "primary", text: "Make public", onclick: () => {
-      confirmBox.hidden = true;
-      change({ visibility: "public" });
-    } }),
-    " ",
-    h("button", { type: "button", text: "Cancel", onclick: () => {
-      confirmBox.hidden = true;
-    } }),
-  );
   publicLogs.addEventListener("change", () => change({ public_logs: publicLogs.checked }));
   show();
   return h(
@@ -148,7 +108,7 @@ function visibilitySection(project, initial, csrf) {
     { class: "access-section visibility" },
     h("h2", { text: "Visibility" }),
     h("label", { class: "toggle" }, visibility, " Public"),
-    confirmBox,
+    makePublic.el,
     state,
     h("label", { class: "toggle" }, publicLogs, " Public logs: non-members who may read a run also read its stdout and stderr"),
     error.el,

@@ -230,22 +230,5 @@ export async function showSession() {
   );
 }
 
-/**
- * Beside a "no such project" message: a private project looks exactly like a missing one to
- * whoever may not see it, so a caller who is not signed in is offered to sign in.
- */
-export async function signInHint() {
-  try {
-    if ((await api.session()).signed_in) return null;
-  } catch {
-    return null;
-  }
-  const next = encodeURIComponent(here() + location.search);
-  return h(
-    "p",
-    {},
-    "A private project shows only to its members: ",
-    h("a", { href: `/sign-in?next=${next}`, text: "sign in" }),
-    " to see yours.",
-  );
-}
+// Where the pages that import it from here found it before it moved to lib/missing.js.
+export { signInHint } from "../lib/missing.js";

@@ -6,7 +6,8 @@ import { rulesSection } from "../alerts/rules.js";
 import { webhooksPath } from "../alerts/common.js";
 import { webhooksSection } from "../alerts/webhooks.js";
 import * as api from "../lib/api.js";
-import { crumbs, empty, h, mount } from "../lib/dom.js";
+import { crumbs, h, mount } from "../lib/dom.js";
+import { noProjectPage } from "../lib/missing.js";
 
 const enc = encodeURIComponent;
 /** The page's own address. */
@@ -34,7 +35,7 @@ export async function alertsPage(project) {
     runs = await api.runs(project);
   } catch (error) {
     if (error.status !== 404) throw error;
-    mount(empty(`No project named “${project}”.`, h("a", { href: "/", text: "All projects" })));
+    await noProjectPage(project);
     return;
   }
   const me = await api.session();

@@ -7,6 +7,7 @@ import { LEVELS, alertCard } from "../lib/alerts.js";
 import { debug } from "../lib/debug.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { watchRuns } from "../lib/live.js";
+import { noProjectPage } from "../lib/missing.js";
 import { listParam, withParam } from "../lib/url.js";
 import { REFRESH_MS } from "./runs.js";
 
@@ -25,7 +26,7 @@ export async function reportsPage() {
     runObjects = await api.runs(project);
   } catch (error) {
     if (error.status === 404) {
-      mount(empty(`No project named “${project}”.`, h("a", { href: "/reports", text: "All projects" })));
+      await noProjectPage(project, "/reports");
       return;
     }
     throw error;
