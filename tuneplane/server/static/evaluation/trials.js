@@ -85,7 +85,7 @@ export class TrialInspector {
     try {
       repeats = (await api.round(project, run, this.round.round_id, this.attempt)).repeats;
     } catch (error) {
-      debug("round read failed", error);
+      console.warn("the round read failed; its repeats are not shown", error);
     }
     this.repeats.hidden = !repeats;
     if (!repeats) return;
