@@ -54,6 +54,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.error
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -71,6 +72,7 @@ from ingest_arena import (
     Server,
     _read_response,
     http_get,
+    http_json,
     machine,
     percentile,
     postgres_version,
@@ -327,6 +329,9 @@ class Row:
     cpu_ms_per_request: float
     client_cpu_percent: float
     error_samples: list[str]
+    #: "private" when ``--private`` made the project so; "public" otherwise (and where the
+    #: checkout has no private projects)
+    visibility: str = "public"
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,6 +342,7 @@ class Measure:
     store_args: list[str]
     code: dict[str, str]
     round: int
+    visibility: str = "public"
 
 
 def measure_read(measure: Measure, read: Read, caller: str, args: argparse.Namespace) -> Row:
@@ -378,6 +384,7 @@ def measure_read(measure: Measure, read: Read, caller: str, args: argparse.Names
         cpu_ms_per_request=1000 * (server_cpu + db_cpu) / max(1, timed),
         client_cpu_percent=100 * client_cpu / elapsed,
         error_samples=result.samples,
+        visibility=measure.visibility,
     )
     print(
         f"  {read.name:8} {caller:9} {row.requests_per_s:8,.0f} requests/s, "
@@ -410,7 +417,9 @@ def measure_engine(
             if status != 200:
                 problems.append(f"an anonymous read of the public project: HTTP {status}")
             key = (data_dir / "admin.key").read_text().strip()
-            measure = Measure(engine, server, key, store_args, code, round_)
+            visibility = make_private(server) if args.private else "public"
+            measure = Measure(engine, server, key, store_args, code, round_, visibility)
+            callers = ("key",) if args.private else CALLERS
             rows = (
                 []
                 if problems
@@ -418,12 +427,29 @@ def measure_engine(
                     measure_read(measure, read, caller, args)
                     for read in READS
                     if args.read is None or read.name in args.read
-                    for caller in CALLERS
+                    for caller in callers
                 ]
             )
         finally:
             server.stop()
         return rows, problems, server.log_text()
+
+
+def make_private(server: Server) -> str:
+    """Make the project private (read by the key only); a checkout from before private
+    projects answers 404 and its project stays public."""
+    try:
+        http_json(server, "PATCH", f"/api/v1/projects/{PROJECT}/access", {"visibility": "private"})
+    except urllib.error.HTTPError as exc:
+        if exc.code not in (404, 405):
+            raise
+        print("  this checkout has no private projects: the project stays public", flush=True)
+        return "public"
+    status, _ = http_get(f"{server.base}{READS[0].path}")
+    if status != 404:
+        raise RuntimeError(f"an anonymous read of the private project answered {status}")
+    print(f"  project {PROJECT} made private", flush=True)
+    return "private"
 
 
 # --------------------------------------------------------------------------- reporting
@@ -515,6 +541,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--pg-url",
         default=DEFAULT_PG_URL,
         help="admin URL used to create and drop the scratch database (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--private",
+        action="store_true",
+        help="make the project private after seeding and read it with the key only",
     )
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write results as JSON")
     return parser.parse_args(argv)

@@ -1,5 +1,5 @@
 """Who is asking, and whether they may: the route -> action table, the actor of a request,
-and the guard every route runs.
+and the decision the guard every route runs makes (``server/guard.py``).
 
 Every route of the app is in :data:`RULES` (a test walks the app's routes against it, and
 against every kind of caller); a route missing from it is refused, never served. A route's
@@ -27,7 +27,6 @@ from typing import Final, Literal
 
 from fastapi import Request
 from sqlalchemy import Connection, select
-from starlette.concurrency import run_in_threadpool
 
 from tuneplane.contract.access import (
     ANONYMOUS,
@@ -43,7 +42,6 @@ from tuneplane.contract.access import (
 from tuneplane.contract.environment import API_KEY_PREFIX
 from tuneplane.contract.errors import NotFound, TuneplaneError, Unauthorized
 from tuneplane.server.auth import bearer
-from tuneplane.server.params import refuse_nul
 from tuneplane.server.state import app_state
 from tuneplane.store import access, accounts, credentials
 from tuneplane.store.schema import projects, runs
@@ -299,18 +297,18 @@ def caller_of(request: Request) -> Caller:
     return caller
 
 
-def _check_csrf(request: Request, caller: Caller) -> None:
+def check_csrf(request: Request, caller: Caller) -> None:
     """A cookie-signed write must come from our own pages: same origin, and the CSRF token
     the page read from ``GET /api/v1/session``. API keys are not cookies and need neither."""
     if caller.session_token is None or request.method in _SAFE_METHODS:
         return
-    _check_origin(request, required=True)
+    check_origin(request, required=True)
     sent = request.headers.get(CSRF_HEADER, "")
     if not hmac.compare_digest(sent.encode(), csrf_token(caller.session_token).encode()):
         raise Forbidden("x-csrf-token: missing or wrong; reload the page")
 
 
-def _check_origin(request: Request, *, required: bool = False) -> None:
+def check_origin(request: Request, *, required: bool = False) -> None:
     """The request comes from a page of this server (a browser names the page's origin on
     every write; scripts send none, which is fine where ``required`` is false)."""
     origin = request.headers.get("origin")
@@ -383,34 +381,7 @@ _PERMISSIONS: Final[dict[str, Action]] = {
 }
 
 
-async def authorize(request: Request) -> None:
-    """The guard, a dependency of every route: find the route's rule, resolve the caller,
-    decide. Routes with credentials of their own cost a dictionary lookup; the rest read
-    the database on a worker thread."""
-    route = request.scope.get("route")
-    path = getattr(route, "path", None)
-    rule = rule_for(request.method, path) if path is not None else None
-    if rule is None:
-        raise Forbidden(f"no access rule for {request.method} {path}: refused")
-    if rule.action in ("ingest-token", "arena-secret", "trackio-token", "anyone"):
-        return
-    if rule.action == "sign-in":
-        _check_origin(request)  # another site must not sign a browser in (login CSRF)
-        return
-    await refuse_nul(request)  # before any name is looked up
-    await run_in_threadpool(_authorize, request, rule)
-
-
-def _authorize(request: Request, rule: Rule) -> None:
-    request.state.facts = {}
-    with app_state(request).database.connect() as connection:
-        caller = resolve_caller(connection, request)
-        request.state.caller = caller
-        _check_csrf(request, caller)
-        _decide_rule(connection, request, caller.actor, rule)
-
-
-def _decide_rule(connection: Connection, request: Request, actor: Actor, rule: Rule) -> None:
+def decide_rule(connection: Connection, request: Request, actor: Actor, rule: Rule) -> None:
     params = request.path_params
     if rule.action == "create-run":
         project = params["project"]

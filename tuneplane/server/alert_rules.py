@@ -16,11 +16,12 @@ from starlette.responses import Response
 from tuneplane.contract.alert_rules import parse_webhook
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.server.body import read_json
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import alert_episodes, alert_rules, webhooks
 
-router = APIRouter(prefix="/api/v1/projects/{project}", tags=["alerts"])
+router = APIRouter(prefix="/api/v1/projects/{project}", tags=["alerts"], route_class=GuardedRoute)
 _BODY_MAX: Final = 16 * 1024
 RuleId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the rule's id")]
 WebhookId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the webhook's id")]

@@ -48,10 +48,10 @@ from tuneplane.server import (
     trajectories,
     webhook_sender,
 )
-from tuneplane.server.access import authorize
 from tuneplane.server.alerting import AlertEngine
 from tuneplane.server.auth import IngestTokenGuard
 from tuneplane.server.body import BodyDeadline
+from tuneplane.server.guard import authorize, decided_first
 from tuneplane.server.headers import ResponseHeaders
 from tuneplane.server.live import LiveHub
 from tuneplane.server.models import ErrorOut, IngestResult
@@ -108,9 +108,12 @@ def _first_admin_token(database: Database) -> str | None:
 
 def _add_error_handlers(app: FastAPI) -> None:
     """One JSON error shape for everything that can go wrong (responses.py)."""
-    app.add_exception_handler(TuneplaneError, on_tuneplane_error)
-    app.add_exception_handler(RequestValidationError, on_validation_error)
-    app.add_exception_handler(HTTPException, on_http_error)
+    # A request refused by its rule is refused, whatever else was wrong with it.
+    app.add_exception_handler(TuneplaneError, decided_first(on_tuneplane_error, on_tuneplane_error))
+    app.add_exception_handler(
+        RequestValidationError, decided_first(on_validation_error, on_tuneplane_error)
+    )
+    app.add_exception_handler(HTTPException, decided_first(on_http_error, on_tuneplane_error))
     app.add_exception_handler(ClientDisconnect, on_client_disconnect)
     app.add_exception_handler(OSError, on_store_failure)
     app.add_exception_handler(SQLAlchemyError, on_store_failure)

@@ -27,6 +27,7 @@ from starlette.responses import Response, StreamingResponse
 
 from tuneplane.contract.errors import InvalidInput, NotFound, Violation
 from tuneplane.contract.limits import BULK_SERIES_MAX
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.reads import RUN, EndStep, RunNames, StartStep, run_names
 from tuneplane.server.state import app_state
 from tuneplane.store import point_columns
@@ -35,7 +36,7 @@ from tuneplane.store.database import Database
 if TYPE_CHECKING:
     import pyarrow as pa
 
-router = APIRouter(prefix="/api/v1", tags=["read"])
+router = APIRouter(prefix="/api/v1", tags=["read"], route_class=GuardedRoute)
 
 ARROW_STREAM: Final = "application/vnd.apache.arrow.stream"
 #: Reads of at most this many points are answered whole, in the route's own thread hop;

@@ -25,6 +25,7 @@ from tuneplane.diagnostics import (
     explain,
     find_hits,
 )
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.outbound import OutboundPolicy, Refused
 from tuneplane.server.responses import JSON
 from tuneplane.server.settings import DiagnosisSettings
@@ -33,7 +34,7 @@ from tuneplane.store import catalog
 from tuneplane.store import diagnoses as records
 from tuneplane.store.diagnoses import AttemptEvidence
 
-router = APIRouter(prefix="/api/v1", tags=["diagnoses"])
+router = APIRouter(prefix="/api/v1", tags=["diagnoses"], route_class=GuardedRoute)
 RUN = "/projects/{project}/runs/{run}"
 #: Seconds a diagnosis may take before it is recorded as failed, and the language model
 #: its explanation.

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Request
 from sqlalchemy import Connection
 from starlette.responses import Response
 
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.models import GroupsDownsampled
 from tuneplane.server.reads import EndStep, MaxPoints, RunNames, StartStep, XMetric
 from tuneplane.server.reads import run_names as parse_run_names
@@ -17,7 +18,7 @@ from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import catalog, groups, points
 
-router = APIRouter(prefix="/api/v1", tags=["read"])
+router = APIRouter(prefix="/api/v1", tags=["read"], route_class=GuardedRoute)
 
 MetricName = Annotated[str, Query(description="the metric name; any name")]
 

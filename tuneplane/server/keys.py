@@ -13,11 +13,12 @@ from tuneplane.contract.ids import id_problem
 from tuneplane.contract.limits import ROW_ID_MAX
 from tuneplane.server.access import Forbidden, caller_of
 from tuneplane.server.body import read_json
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import credentials
 
-router = APIRouter(prefix="/api/v1/keys", tags=["access"])
+router = APIRouter(prefix="/api/v1/keys", tags=["access"], route_class=GuardedRoute)
 
 _BODY_MAX: Final = 4096
 RowId = Annotated[int, Path(ge=1, le=ROW_ID_MAX)]

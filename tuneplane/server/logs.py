@@ -15,13 +15,14 @@ from starlette.responses import Response, StreamingResponse
 
 from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.limits import QUERY_INTEGER_MAX
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.models import LogPage
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import catalog, runlogs
 from tuneplane.store.runlogs import StoredLine
 
-router = APIRouter(prefix="/api/v1", tags=["read"])
+router = APIRouter(prefix="/api/v1", tags=["read"], route_class=GuardedRoute)
 RUN = "/projects/{project}/runs/{run}"
 #: A line cursor, as ``next_cursor`` and ``id:`` give it.
 Cursor = Annotated[int, Query(ge=0, le=QUERY_INTEGER_MAX)]

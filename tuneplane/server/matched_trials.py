@@ -20,6 +20,7 @@ from tuneplane.contract.limits import MATCHED_TRIALS_PAGE_DEFAULT, MATCHED_TRIAL
 from tuneplane.evaluation.alignment import first_divergence, first_failed_tool_call
 from tuneplane.evaluation.matched import TRANSITION_NAMES, transition_of
 from tuneplane.server.evaluation import Attempt, ChosenRound, chosen_round
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import AppState, app_state
 from tuneplane.server.trajectories import stored_messages
@@ -27,7 +28,7 @@ from tuneplane.store.evaluation import TrialRow
 from tuneplane.store.matched_trials import MatchedTrial, RoundRef, matched_page, matched_trial
 from tuneplane.store.trajectory_reads import body_state
 
-router = APIRouter(prefix="/api/v1", tags=["evaluation"])
+router = APIRouter(prefix="/api/v1", tags=["evaluation"], route_class=GuardedRoute)
 TrialId = Annotated[str, Path(min_length=1, max_length=128, description="a trial ID")]
 
 

@@ -43,6 +43,7 @@ from tuneplane.contract import oidc
 from tuneplane.contract.errors import Conflict, NotFound, Unavailable
 from tuneplane.contract.limits import SESSION_DAYS
 from tuneplane.server.access import SESSION_COOKIE
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.prefix import cookie_path, local_address
 from tuneplane.server.settings import OidcSettings
 from tuneplane.server.signin import set_cookie
@@ -53,7 +54,7 @@ log = logging.getLogger("tuneplane.server")
 
 # In the API's description (unlike the pages), so a refusal here is the JSON error naming
 # its reason (a provider that is down, say), not the dashboard's shell.
-router = APIRouter(tags=["access"])
+router = APIRouter(tags=["access"], route_class=GuardedRoute)
 
 FLOW_COOKIE: Final = "tuneplane_oidc"
 _FLOW_PATH: Final = "/sign-in/oidc"

@@ -15,11 +15,12 @@ from tuneplane.contract.json_body import decode_json_body
 from tuneplane.contract.limits import ROW_ID_MAX, SHARE_LINK_DAYS_MAX
 from tuneplane.server.access import caller_of
 from tuneplane.server.body import read_body, read_json
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import access, catalog
 
-router = APIRouter(prefix="/api/v1/projects/{project}", tags=["access"])
+router = APIRouter(prefix="/api/v1/projects/{project}", tags=["access"], route_class=GuardedRoute)
 
 _BODY_MAX: Final = 4096
 RowId = Annotated[int, Path(ge=1, le=ROW_ID_MAX)]

@@ -32,6 +32,7 @@ from tuneplane.contract.run_query import (
     parse_sort,
 )
 from tuneplane.server.access import caller_of, permissions
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.models import (
     AlertOut,
     Downsampled,
@@ -51,7 +52,7 @@ from tuneplane.store import access, catalog, evaluation, points, run_search
 from tuneplane.store.run_summary import run_summary
 from tuneplane.store.runs import differing_attempt_configs
 
-router = APIRouter(prefix="/api/v1", tags=["read"])
+router = APIRouter(prefix="/api/v1", tags=["read"], route_class=GuardedRoute)
 
 RUN = "/projects/{project}/runs/{run}"
 

@@ -13,6 +13,7 @@ from starlette.responses import Response
 from tuneplane.contract.run_meta import parse_patch
 from tuneplane.server.access import permissions
 from tuneplane.server.body import read_json
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.models import Deleted, RunOut
 from tuneplane.server.responses import JSON
 from tuneplane.server.run_json import run_json
@@ -20,7 +21,7 @@ from tuneplane.server.state import app_state
 from tuneplane.store import catalog, purge
 from tuneplane.store.run_meta import apply_meta
 
-router = APIRouter(prefix="/api/v1", tags=["runs"])
+router = APIRouter(prefix="/api/v1", tags=["runs"], route_class=GuardedRoute)
 
 RUN = "/projects/{project}/runs/{run}"
 #: A PATCH body: a note of 10,000 characters, escaped, and the rest.

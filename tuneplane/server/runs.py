@@ -15,6 +15,7 @@ from tuneplane.contract.limits import RUN_CONFIG_MAX_BYTES
 from tuneplane.contract.protocol import parse_attempt_start, parse_run_create
 from tuneplane.server.access import caller_of
 from tuneplane.server.body import read_body, read_json
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.models import AttemptOut, RunOut
 from tuneplane.server.responses import JSON
 from tuneplane.server.run_json import run_json
@@ -22,7 +23,7 @@ from tuneplane.server.state import app_state
 from tuneplane.store import catalog
 from tuneplane.store.runs import ProjectSetup, create_or_resume, start_attempt_with_config
 
-router = APIRouter(prefix="/api/v1", tags=["runs"])
+router = APIRouter(prefix="/api/v1", tags=["runs"], route_class=GuardedRoute)
 
 
 @router.post("/projects/{project}/runs", response_model=RunOut, status_code=201)

@@ -24,12 +24,13 @@ from tuneplane.contract.limits import SESSION_DAYS
 from tuneplane.server.access import SESSION_COOKIE, SHARE_COOKIE, caller_of, csrf_token
 from tuneplane.server.body import read_json
 from tuneplane.server.forwarded import client_address
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.prefix import cookie_path
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import access, accounts
 
-router = APIRouter(prefix="/api/v1", tags=["access"])
+router = APIRouter(prefix="/api/v1", tags=["access"], route_class=GuardedRoute)
 
 _LOGIN_MAX: Final = 320
 _SIGN_IN_BODY_MAX: Final = 4096

@@ -23,12 +23,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 from tuneplane.contract.limits import LIVE_POINTS_MAX
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.reads import RunNames, metric_json, run_names
 from tuneplane.server.run_json import run_json
 from tuneplane.server.state import AppState, app_state
 from tuneplane.store import catalog, points
 
-router = APIRouter(prefix="/api/v1", tags=["read"])
+router = APIRouter(prefix="/api/v1", tags=["read"], route_class=GuardedRoute)
 #: Seconds between comment lines that keep idle connections (and proxies) open.
 KEEPALIVE_SECONDS = 15.0
 #: After a quiet spell, how long a stream waits for more writes before it reads what changed:

@@ -52,12 +52,13 @@ from tuneplane.contract.trackio import (
 from tuneplane.contract.version import __version__
 from tuneplane.server.access import Forbidden, api_key_actor
 from tuneplane.server.body import read_body
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import AppState, app_state
 from tuneplane.store import access, catalog, points, scalars
 from tuneplane.store.runs import ProjectSetup, create_or_resume, mark_end_unknown
 
-router = APIRouter(tags=["trackio"])
+router = APIRouter(tags=["trackio"], route_class=GuardedRoute)
 T = TypeVar("T")
 
 _TOKEN_HELP = "set TRACKIO_WRITE_TOKEN (or write_token in the server URL) to a tuneplane API key"  # noqa: S105

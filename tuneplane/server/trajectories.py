@@ -31,6 +31,7 @@ from tuneplane.contract.limits import (
 from tuneplane.contract.trajectories import CATEGORIES, SCOPES, digest, parse_trajectories
 from tuneplane.server.auth import require_ingest_token
 from tuneplane.server.body import read_json
+from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import AppState, app_state
 from tuneplane.server.sweeper import remove_bodies
@@ -47,7 +48,7 @@ from tuneplane.store.trajectories import (
 )
 from tuneplane.store.trajectory_reads import get_row, index_json, list_index, steps_with_rollouts
 
-router = APIRouter(prefix="/api/v1", tags=["trajectories"])
+router = APIRouter(prefix="/api/v1", tags=["trajectories"], route_class=GuardedRoute)
 RUN = "/projects/{project}/runs/{run}"
 Scope = Annotated[TokenScope, Depends(require_ingest_token)]
 Attempt = Annotated[int | None, Query(ge=1, le=2**31 - 1, description="execution attempt")]

@@ -14,6 +14,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,6 +47,8 @@ POSTGRES_WRITERS = max(2, min(8, os.cpu_count() or 2))
 PG_CONNECT_TIMEOUT_SECONDS = "10"
 # Any constant works; it only has to be the same in every tuneplane process.
 _PG_MIGRATION_LOCK = 0x7475_6E65
+#: The connection :meth:`Database.hold` lends to the reads of its context (thread or task).
+_HELD: ContextVar[tuple[Database, Connection] | None] = ContextVar("tuneplane_held", default=None)
 
 
 class DatabaseUnavailable(TuneplaneError):
@@ -249,10 +252,36 @@ class Database:
     @contextmanager
     def connect(self) -> Iterator[Connection]:
         """A connection for reads: ``with db.connect() as connection: ...``. A store that
-        cannot answer raises ``StoreUnavailable``, whichever way the read reached it."""
+        cannot answer raises ``StoreUnavailable``, whichever way the read reached it.
+        Within :meth:`hold` it is the held connection, left open."""
+        held = _HELD.get()
+        if held is not None and held[0] is self:
+            with self._translated(held[1]):
+                yield held[1]
+            return
         connection = self.engine.connect()
         try:
-            yield connection
+            with self._translated(connection):
+                yield connection
+        finally:
+            connection.close()
+
+    @contextmanager
+    def hold(self) -> Iterator[Connection]:
+        """One connection, and one read transaction, for all the reads of the calling
+        context (a request's access check and its route): :meth:`connect` within it answers
+        this connection. It is closed, and its transaction ended, on leaving."""
+        with self.connect() as connection:
+            token = _HELD.set((self, connection))
+            try:
+                yield connection
+            finally:
+                _HELD.reset(token)
+
+    @contextmanager
+    def _translated(self, connection: Connection) -> Iterator[None]:
+        try:
+            yield
         except Exception as exc:
             error = unavailable(exc, self.outage)
             if error is None or error is exc:
@@ -260,8 +289,6 @@ class Database:
             if isinstance(error, DatabaseUnreachable):
                 connection.invalidate()  # the driver's cursor failed: SQLAlchemy missed it
             raise error from exc
-        finally:
-            connection.close()
 
     def close(self) -> None:
         for writer in self._writers:
