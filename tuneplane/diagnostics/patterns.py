@@ -459,6 +459,8 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             r"terminated in response to imminent node shutdown",
             r"Node is shutting, evicting pods",
             r"rejected as the node is shutting down",
+            # A GCE spot VM's metadata server announcing the preemption (a worker's log).
+            r"[Mm]etadata [Ss]ervice says termination is imminent",
         ),
         "Resume from the last checkpoint (tuneplane run resumes the run and continues its "
         "steps); checkpoint more often on preemptible nodes, or ask for a longer time limit.",
@@ -474,6 +476,7 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
             "Low-priority",
             "node shutdown",
             "shutting",
+            "termination is imminent",
         ),
     ),
     Pattern(
