@@ -32,7 +32,7 @@ DATABASES = "must be sqlite:///PATH or postgresql://user@host/db"
 PROXIES = "must be IP addresses or networks such as 127.0.0.1 or 10.0.0.0/8, comma-separated"
 SHARED_SECRET = "(value hidden): must be a shared secret (printable ASCII without spaces)"
 NOT_REPORTED = "; metrics and events are not reported"
-MODES = "must be online or offline"
+MODES = "must be online, offline or disabled"
 ISSUERS = (
     "must be an https:// URL (http:// only on a loopback address) without query or fragment, "
     "such as https://accounts.google.com"
@@ -428,10 +428,12 @@ RUN_CASES = [
         ("TUNEPLANE_SPOOL_MAX_MB", raw, f"TUNEPLANE_SPOOL_MAX_MB={raw!r}: {MEGABYTES}")
         for raw in ("0", "-1", "1e3", "1048577")
     ],
-    *[
-        ("TUNEPLANE_MODE", raw, f"TUNEPLANE_MODE={raw!r}: {MODES}")
-        for raw in ("Offline", "disabled")
-    ],
+    *[("TUNEPLANE_MODE", raw, f"TUNEPLANE_MODE={raw!r}: {MODES}") for raw in ("Offline", "off")],
+    (
+        "TUNEPLANE_RUN_GROUP",
+        "lr sweep",
+        "TUNEPLANE_RUN_GROUP='lr sweep': must be 1-128 letters, digits and _ - . : / + @ = only",
+    ),
     *[
         (
             "TUNEPLANE_SYSTEM_METRICS_SECONDS",

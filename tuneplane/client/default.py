@@ -19,6 +19,7 @@ from typing import Concatenate, ParamSpec
 
 from tuneplane.client.errors import NotConfigured
 from tuneplane.client.reporter import Reporter
+from tuneplane.client.settings import disabled
 from tuneplane.contract import environment
 from tuneplane.contract.settings import SettingError
 
@@ -35,6 +36,9 @@ def _build() -> Reporter | None:
     with _lock:
         if _reporter is not None or _disabled:
             return _reporter
+        if disabled(os.environ):  # TUNEPLANE_MODE=disabled: nothing to say either
+            _disabled = True
+            return None
         try:
             _reporter = Reporter.from_env()
         except NotConfigured as exc:
@@ -75,6 +79,16 @@ def use(reporter: Reporter | None) -> None:
     with _lock:
         replaced, _reporter, _disabled = _reporter, reporter, False
     if replaced is not None and replaced is not reporter and not replaced.sending:
+        replaced.close(0)
+
+
+def disable() -> None:
+    """``init(mode="disabled")``: ``report()`` and the event functions do nothing from now
+    on; a process-wide reporter that never sent anything is closed."""
+    global _reporter, _disabled
+    with _lock:
+        replaced, _reporter, _disabled = _reporter, None, True
+    if replaced is not None and not replaced.sending:
         replaced.close(0)
 
 

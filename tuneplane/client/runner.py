@@ -41,10 +41,12 @@ from tuneplane.client.logs import LineSplitter, LogShipper
 from tuneplane.client.reporter import Reporter
 from tuneplane.client.settings import (
     COMMAND_SETTINGS,
+    DISABLED,
     FLUSH_TIMEOUT,
     FLUSH_TIMEOUT_DEFAULT,
     MODE,
     SpoolSettings,
+    group_from_env,
     spool_settings,
 )
 from tuneplane.client.spool import Target
@@ -118,6 +120,8 @@ class RunnerOptions:
     spool: SpoolSettings | None = None
     #: ``TUNEPLANE_MODE=offline``: journal the whole attempt without reaching the server.
     offline: bool = False
+    #: ``TUNEPLANE_MODE=disabled``: run the command untracked, saying nothing.
+    disabled: bool = False
 
     def __repr__(self) -> str:  # the API key never prints
         return f"RunnerOptions({self.project}/{self.run}, server={self.server!r})"
@@ -142,6 +146,9 @@ class RunnerOptions:
         they are wrong, :class:`SettingError` naming each variable or flag that breaks its
         rule (the command's own SDK settings included)."""
         env = os.environ if environ is None else environ
+        reader = Reader(env)
+        if group is None:
+            group = group_from_env(reader)
         for label, value in (("--project", project), ("--run", run)):
             problem = display_name_problem(value)
             if problem is not None:
@@ -163,7 +170,6 @@ class RunnerOptions:
             args = args[1:]
         if not args:
             raise UsageError("no command given: tuneplane run --project P --run R -- CMD ARGS…")
-        reader = Reader(env)
         if server:
             server = reader.check(environment.URL_SETTING.rule, "--server", server)
         else:
@@ -177,7 +183,7 @@ class RunnerOptions:
         for setting in COMMAND_SETTINGS:
             reader.get(setting)
         spool = spool_settings(reader)
-        offline = reader.read(MODE) == "offline"
+        mode = reader.read(MODE)
         reader.done()
         return cls(
             project=project,
@@ -190,7 +196,8 @@ class RunnerOptions:
             flush_timeout=timeout,
             meta=meta or None,
             spool=spool,
-            offline=offline,
+            offline=mode == "offline",
+            disabled=mode == DISABLED,
         )
 
 
@@ -590,6 +597,8 @@ def _stop_follower(follower: Follower, session: Session, timeout: float) -> None
 def _set_up(options: RunnerOptions, transport: httpx.BaseTransport | None) -> Session | None:
     """The attempt: on the server; offline in the spool (``TUNEPLANE_MODE=offline``, or a
     server that cannot be reached with the spool on); or none, the command untracked."""
+    if options.disabled:
+        return None
     unreachable: SetupFailed | None = None
     if not (options.offline and options.spool is not None):
         try:

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Final, Literal
 
@@ -49,7 +49,7 @@ from tuneplane.client.runner import (
     setup_api,
     start_attempt,
 )
-from tuneplane.client.settings import job_settings
+from tuneplane.client.settings import DISABLED, MODES, disabled, group_from_env, job_settings
 from tuneplane.client.transport import Transport
 from tuneplane.contract import environment
 from tuneplane.contract.arena import AlertLevel
@@ -57,8 +57,11 @@ from tuneplane.contract.errors import InvalidInput
 from tuneplane.contract.ids import display_name_problem, id_for_name
 from tuneplane.contract.observations import SUMMARY_EVENT
 from tuneplane.contract.run_meta import meta_fields
+from tuneplane.contract.settings import Reader, SettingError
 
 Resume = Literal["allow", "must", "never"]
+#: ``init(mode=…)``, else ``TUNEPLANE_MODE``: W&B's modes.
+Mode = Literal["online", "offline", "disabled"]
 RESUME_MODES: Final[tuple[Resume, ...]] = ("allow", "must", "never")
 #: ``init(console=…)``: copy stdout and stderr into the attempt's log, or not (W&B's names).
 ConsoleMode = Literal["auto", "wrap", "redirect", "off"]
@@ -116,8 +119,11 @@ class Run:
         reports_status: bool = False,
         console: ConsoleCapture | None = None,
         journal: starting.Journaled | None = None,
+        disabled: bool = False,
     ) -> None:
         self.project = project
+        #: Made by ``init(mode="disabled")`` (or ``TUNEPLANE_MODE=disabled``): does nothing.
+        self.disabled = disabled
         self.name = name
         self.attempt = attempt
         self.resumed = resumed
@@ -337,6 +343,7 @@ def init(
     per_rank: bool = False,
     data_dir: str | None = None,
     console: ConsoleMode = "wrap",
+    mode: Mode | None = None,
 ) -> Run:
     """Create or resume the run ``project/name`` and start an execution attempt, with the
     API key of ``TUNEPLANE_API_KEY`` (or the ``admin.key`` of the data directory, as
@@ -361,15 +368,26 @@ def init(
     ``PATCH …/runs/{run}`` change them); a tag or group is letters, digits and ``_-.:/+@=``.
     Under ``tuneplane run`` the run and attempt are the runner's: ``project``, ``name``,
     ``config`` and ``resume`` are the runner's flags, and the runner reports the status.
+    Without ``group``, ``TUNEPLANE_RUN_GROUP`` (else W&B's ``WANDB_RUN_GROUP``) names it.
+
+    ``mode`` (else ``TUNEPLANE_MODE``): ``"offline"`` journals the run for ``tuneplane
+    sync``; ``"disabled"`` returns a run whose calls all do nothing, with no network and no
+    files (W&B's disabled mode).
     """
     env = os.environ
-    _check_arguments(project, name, resume, console, group, tags, notes)
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    off = mode == DISABLED if mode is not None else disabled(env)
+    _check_arguments(project, name, resume, console, group, tags, notes, need_project=not off)
     previous = _current
     if previous is not None:
         # As W&B's reinit: a notebook's second init() would leave the first run "running".
-        _say(f"finishing {previous.project}/{previous.name} first: init() starts another run")
+        if not previous.disabled:
+            _say(f"finishing {previous.project}/{previous.name} first: init() starts another run")
         previous.finish()
-    meta = _meta(group, tags, notes)
+    if off:
+        return _disabled_run(project, name, config)
+    meta = _meta(group if group is not None else _group_from_env(), tags, notes)
     project, name = _named(project, "project", meta), _named(name, "name", meta)
     ranks = Ranks.from_env(env)
     suffix = RANK_SUFFIX.format(rank=ranks.rank) if per_rank else ""
@@ -386,7 +404,7 @@ def init(
         run = Run(project or "", name or "", None, ranks=ranks)
     else:
         assert project is not None
-        setup = _Setup(resume, server, data_dir, ranks, meta, console != "off")
+        setup = _Setup(resume, server, data_dir, ranks, meta, console != "off", mode)
         run = _start(project, name or _new_name(), config, setup)
         run._suffix = suffix
     if isinstance(config, Mapping):
@@ -405,13 +423,15 @@ def _check_arguments(
     group: str | None,
     tags: object,
     notes: str | None,
+    *,
+    need_project: bool = True,
 ) -> None:
     if console not in CONSOLE_MODES:
         raise ValueError(f"console must be one of {', '.join(CONSOLE_MODES)}, not {console!r}")
     if resume not in RESUME_MODES:
         raise ValueError(f"resume must be one of {', '.join(RESUME_MODES)}, not {resume!r}")
     attached = bool(os.environ.get(environment.JOB_RUN_ID))
-    if not project and not attached:
+    if not project and not attached and need_project:
         raise ValueError("project is required (outside `tuneplane run`)")
     for label, value in (("project", project), ("name", name)):
         if value is not None and not isinstance(value, str):
@@ -426,6 +446,30 @@ def _check_arguments(
         isinstance(tags, list | tuple) and all(isinstance(t, str) for t in tags)
     ):
         raise ValueError("tags must be a list of strings")
+
+
+def _disabled_run(project: str | None, name: str | None, config: object) -> Run:
+    """A run whose calls do nothing (``run.config`` and ``run.summary`` work as dicts):
+    no network, no files, no console capture, no exit hooks; ``tuneplane.report()`` and the
+    event functions do nothing either."""
+    run = Run(project or "", name or _new_name(), None, disabled=True)
+    if isinstance(config, Mapping):
+        dict.update(run.config, config)
+    default.disable()
+    _become_current(run)
+    return run
+
+
+def _group_from_env() -> str | None:
+    """``TUNEPLANE_RUN_GROUP`` (ValueError naming it when it breaks the group rule), else
+    W&B's ``WANDB_RUN_GROUP``."""
+    reader = Reader(os.environ)
+    group = group_from_env(reader)
+    try:
+        reader.done()
+    except SettingError as exc:
+        raise ValueError(exc.problems[0]) from None
+    return group
 
 
 def _meta(group: str | None, tags: Sequence[str] | None, notes: str | None) -> dict[str, object]:
@@ -509,6 +553,8 @@ class _Setup:
     ranks: Ranks
     meta: Mapping[str, object] | None
     console: bool
+    #: ``init(mode=…)``: None follows ``TUNEPLANE_MODE``.
+    mode: Mode | None = None
 
 
 def _start(project: str, name: str, config: Mapping[str, Any] | None, setup: _Setup) -> Run:
@@ -516,6 +562,8 @@ def _start(project: str, name: str, config: Mapping[str, Any] | None, setup: _Se
     (``TUNEPLANE_MODE=offline``) or when the server cannot be reached with the spool on;
     else a run that does not report when the server cannot be reached or refuses."""
     options = starting.Options.read(setup.server)
+    if setup.mode is not None:
+        options = replace(options, offline=setup.mode == "offline")
     why = ""
     if not (options.offline and options.spool is not None):
         try:

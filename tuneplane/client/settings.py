@@ -18,6 +18,7 @@ from tuneplane.contract.limits import (
     SCALAR_QUEUE_MAX_POINTS,
     VAL_UPLOAD_SAMPLES_MAX,
 )
+from tuneplane.contract.run_meta import GROUP_MAX_CHARS, WORD_RULE, as_group, word_problem
 from tuneplane.contract.settings import Reader, Rule, Setting, SettingError, integer, number
 
 #: Seconds the SDK and the runner keep sending at exit before giving up (default 10).
@@ -96,7 +97,9 @@ SPOOL_MAX_MB: Final = Setting(
 #: Offline is a mode (docs/sdk.md, "Offline runs"): with the spool, a run is journaled whole
 #: and `tuneplane sync` creates it later.
 MODE_VARIABLE: Final = "TUNEPLANE_MODE"
-MODES: Final = ("online", "offline")
+MODES: Final = ("online", "offline", "disabled")
+#: W&B's ``mode="disabled"``: every call does nothing, with no network and no files.
+DISABLED: Final = "disabled"
 
 
 def _mode(raw: str) -> str | None:
@@ -105,12 +108,46 @@ def _mode(raw: str) -> str | None:
 
 MODE: Final = Setting(
     MODE_VARIABLE,
-    Rule("must be online or offline", _mode),
+    Rule("must be online, offline or disabled", _mode),
     "online",
     "offline: init() and `tuneplane run` journal the run in the spool (TUNEPLANE_SPOOL_DIR) "
-    "without reaching the server, and `tuneplane sync` creates and delivers it later; online "
-    "(the default) goes offline only when the server cannot be reached at start.",
+    "without reaching the server, and `tuneplane sync` creates and delivers it later; "
+    "disabled: every SDK call does nothing (no network, no files) and `tuneplane run` runs "
+    "the command untracked; online (the default) goes offline only when the server cannot "
+    "be reached at start.",
 )
+
+
+def disabled(environ: Mapping[str, str]) -> bool:
+    """``TUNEPLANE_MODE=disabled``: nothing is reported, and nothing says it is not."""
+    return environ.get(MODE_VARIABLE, "").strip() == DISABLED
+
+
+#: The group of the runs ``init()`` and ``tuneplane run`` create, when not given.
+RUN_GROUP_VARIABLE: Final = "TUNEPLANE_RUN_GROUP"
+#: W&B's variable, read when ours is unset, so that a launcher written for W&B groups here
+#: too; its groups are free text, mapped as other tools' groups are (never refused).
+WANDB_RUN_GROUP_VARIABLE: Final = "WANDB_RUN_GROUP"
+
+
+def _group(raw: str) -> str | None:
+    return raw if word_problem(raw, GROUP_MAX_CHARS) is None else None
+
+
+RUN_GROUP: Final = Setting(
+    RUN_GROUP_VARIABLE,
+    Rule(f"must be 1-{GROUP_MAX_CHARS} {WORD_RULE}", _group),
+    None,
+    "The group of a run init() or `tuneplane run` creates when neither init(group=) nor "
+    "--group gives one (else W&B's WANDB_RUN_GROUP, its other characters becoming -).",
+)
+
+
+def group_from_env(reader: Reader) -> str | None:
+    """``TUNEPLANE_RUN_GROUP`` (a bad one is a problem of ``reader``), else W&B's
+    ``WANDB_RUN_GROUP`` as a group here (:func:`~tuneplane.contract.run_meta.as_group`)."""
+    return reader.get(RUN_GROUP) or as_group(reader.environ.get(WANDB_RUN_GROUP_VARIABLE))
+
 
 #: Every variable the SDK (in a training process) reads.
 SDK_SETTINGS: Final[tuple[Setting[Any], ...]] = (
@@ -139,6 +176,7 @@ RUNNER_SETTINGS: Final[tuple[Setting[Any], ...]] = (
     SPOOL_MAX_MB,
     SYSTEM_METRICS,
     MODE,
+    RUN_GROUP,
 )
 #: What ``tuneplane run`` checks for its command, whose SDK would refuse a bad value only
 #: once training had started.
