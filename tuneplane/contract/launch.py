@@ -102,8 +102,9 @@ def input_fingerprint(spec: Any, parameters: Any, config: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LaunchInput:
-    """A preview's or a submission's body: the recipe, its parameters, the config, and
-    the new run's ID (None: one is made from the recipe's name)."""
+    """A preview's or a submission's body: the recipe, its parameters, the config, the
+    new run's ID (None: one is made from the recipe's name) and the run of the project it
+    re-runs (its parent, None for a first launch)."""
 
     recipe: str
     parameters: dict[str, Any]
@@ -112,19 +113,24 @@ class LaunchInput:
 
 
 def parse_launch(body: object) -> LaunchInput:
-    """``{"recipe": ..., "parameters": {...}, "config": {...}, "run": ...}``;
+    """``{"recipe": ..., "parameters": {...}, "config": {...}, "run": ..., "parent": ...}``;
     :class:`InvalidInput` names every field that breaks its rule."""
     if not isinstance(body, dict):
         raise MalformedRequest("body: must be a JSON object")
+    parent: str | None = None
+
+
+_LAUNCH_FIELDS: Final = ("recipe", "parameters", "config", "run", "parent")
     violations = [
-        Violation(key, "unknown field (known: recipe, parameters, config, run)")
-        for key in sorted(set(body) - {"recipe", "parameters", "config", "run"})
+        Violation(key, f"unknown field (known: {', '.join(_LAUNCH_FIELDS)})")
+        for key in sorted(set(body) - set(_LAUNCH_FIELDS))
     ]
-    recipe, run = body.get("recipe"), body.get("run")
+    recipe, run, parent = body.get("recipe"), body.get("run"), body.get("parent")
     if (problem := id_problem(recipe)) is not None:
         violations.append(Violation("recipe", "required" if recipe is None else problem))
-    if run is not None and (problem := id_problem(run)) is not None:
-        violations.append(Violation("run", problem))
+    for name, value in (("run", run), ("parent", parent)):
+        if value is not None and (problem := id_problem(value)) is not None:
+            violations.append(Violation(name, problem))
     objects: dict[str, dict[str, Any]] = {}
     for name in ("parameters", "config"):
         value = body.get(name, {})
@@ -143,4 +149,4 @@ def parse_launch(body: object) -> LaunchInput:
         )
     if violations:
         raise InvalidInput(tuple(violations))
-    return LaunchInput(str(recipe), objects["parameters"], objects["config"], run)
+    return LaunchInput(str(recipe), objects["parameters"], objects["config"], run, parent)

@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Request
+from fastapi import APIRouter, Header, Path, Query, Request
 from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
@@ -107,10 +107,11 @@ def _check(state: AppState, recipe: Recipe, wanted: LaunchInput, keep: FilePath 
     return check_readiness(recipe, wanted.parameters, wanted.config, capacity, keep)
 
 
-def check_record(report: Report) -> dict[str, Any]:
-    """What a submission keeps in its run's config: evidence of that decision."""
+def check_record(report: Report, parent: str | None = None) -> dict[str, Any]:
+    """What a submission keeps in its run's config: evidence of that decision, and the
+    run it re-runs (``parent``, when it does)."""
     shown = report.to_json()
-    return {
+    record = {
         "recipe": report.recipe.name,
         "engine": report.recipe.engine,
         "checked_at": report.checked_at,
@@ -118,6 +119,7 @@ def check_record(report: Report) -> dict[str, Any]:
         "not_checked": shown["not_checked"],
         "fingerprint": shown["fingerprint"],
     }
+    return record if parent is None else {**record, "parent": parent}
 
 
 def _own_url(settings: Settings) -> str:
@@ -197,7 +199,7 @@ async def _submit(
         config={
             "parameters": report.parameters,
             "config": report.config,
-            CHECK_RECORD_KEY: check_record(report),
+            CHECK_RECORD_KEY: check_record(report, wanted.parent),
         },
         cpus=recipe.resources.cpus,
         gpus=recipe.resources.gpus,
@@ -205,6 +207,7 @@ async def _submit(
         created_by=caller_of(request).actor.user_id,
         token_days=state.settings.ingest_token_days,
     )
+        parent=wanted.parent,
     policy = store_launch.Admission(state.settings.launch_max_jobs, state.settings.launch_max_gpus)
     try:
         launched = await state.database.write(store_launch.submit, submission, policy)
@@ -259,16 +262,21 @@ async def launch(
         job = store_launch.get_job(connection, project, launched.job_id)
     answer = {"job": job, "created": launched.created}
     if launched.created:
-        answer["check_record"] = check_record(report)
+        answer["check_record"] = check_record(report, wanted.parent)
     return JSON(answer, status_code=201 if launched.created else 200)
 
 
 @router.get("/projects/{project}/launch/jobs")
-def list_jobs(request: Request, project: str) -> Response:
-    """The project's launched jobs, newest first: the engine's state of each, beside its
-    attempt's own status."""
+RunFilter = Annotated[
+    str | None, Query(max_length=128, description="only the jobs of this run (its ID)")
+]
+
+
+def list_jobs(request: Request, project: str, run: RunFilter = None) -> Response:
+    """The project's launched jobs (``?run=``: one run's), newest first: the engine's
+    state of each, beside its attempt's own status."""
     with app_state(request).database.connect() as connection:
-        return JSON(store_launch.list_jobs(connection, project))
+        return JSON(store_launch.list_jobs(connection, project, run))
 
 
 @router.post("/projects/{project}/launch/jobs/{job_id}/cancel")

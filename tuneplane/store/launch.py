@@ -15,7 +15,13 @@ from typing import Any
 
 from sqlalchemy import Connection, func, insert, or_, select, update
 
-from tuneplane.contract.errors import Conflict, NotFound, TooManyRequests
+from tuneplane.contract.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    TooManyRequests,
+    Violation,
+)
 from tuneplane.contract.launch import ACTIVE_JOB_STATES, JobState
 from tuneplane.contract.protocol import TERMINAL_STATUSES
 from tuneplane.store.credentials import start_attempt
@@ -43,6 +49,8 @@ class Submission:
     request_key: str | None
     created_by: int | None
     token_days: float
+    #: The run of the project this launch re-runs (the config's check record names it).
+    parent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +113,8 @@ def submit(connection: Connection, submission: Submission, policy: Admission) ->
     if found is not None:
         return found
     _admit(connection, project_id, submission.gpus, policy)
+    if submission.parent is not None:
+        _parent_exists(connection, project_id, submission)
     named = select(runs.c.id).where(runs.c.project_id == project_id, runs.c.name == submission.run)
     if connection.execute(named).first() is not None:
         raise Conflict(
@@ -132,6 +142,19 @@ def submit(connection: Connection, submission: Submission, policy: Admission) ->
         .returning(launch_jobs.c.id)
     ).scalar_one()
     return Launched(job_id, True, submission.run, issued.attempt, issued.token)
+
+
+def _parent_exists(connection: Connection, project_id: int, submission: Submission) -> None:
+    found = connection.execute(
+        select(runs.c.id).where(
+            runs.c.project_id == project_id,
+            runs.c.name == submission.parent,
+            runs.c.deleted_at.is_(None),
+        )
+    ).first()
+    if found is None:
+        rule = f"no run named {submission.parent!r} in project {submission.project!r}"
+        raise InvalidInput((Violation("parent", rule),))
 
 
 def set_state(
@@ -231,14 +254,14 @@ def job_json(row: Any) -> dict[str, Any]:
     }
 
 
-def list_jobs(connection: Connection, project: str, limit: int = 200) -> list[dict[str, Any]]:
-    """The project's launched jobs, newest first."""
-    rows = connection.execute(
-        _job_query()
-        .where(projects.c.name == project, runs.c.deleted_at.is_(None))
-        .order_by(launch_jobs.c.id.desc())
-        .limit(limit)
-    ).all()
+def list_jobs(
+    connection: Connection, project: str, run: str | None = None, limit: int = 200
+) -> list[dict[str, Any]]:
+    """The project's launched jobs (``run``: that run's only), newest first."""
+    query = _job_query().where(projects.c.name == project, runs.c.deleted_at.is_(None))
+    if run is not None:
+        query = query.where(runs.c.name == run)
+    rows = connection.execute(query.order_by(launch_jobs.c.id.desc()).limit(limit)).all()
     return [job_json(row) for row in rows]
 
 
