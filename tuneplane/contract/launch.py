@@ -110,6 +110,10 @@ class LaunchInput:
     parameters: dict[str, Any]
     config: dict[str, Any]
     run: str | None = None
+    parent: str | None = None
+
+
+_LAUNCH_FIELDS: Final = ("recipe", "parameters", "config", "run", "parent")
 
 
 def parse_launch(body: object) -> LaunchInput:
@@ -117,10 +121,6 @@ def parse_launch(body: object) -> LaunchInput:
     :class:`InvalidInput` names every field that breaks its rule."""
     if not isinstance(body, dict):
         raise MalformedRequest("body: must be a JSON object")
-    parent: str | None = None
-
-
-_LAUNCH_FIELDS: Final = ("recipe", "parameters", "config", "run", "parent")
     violations = [
         Violation(key, f"unknown field (known: {', '.join(_LAUNCH_FIELDS)})")
         for key in sorted(set(body) - set(_LAUNCH_FIELDS))

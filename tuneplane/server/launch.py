@@ -206,8 +206,8 @@ async def _submit(
         request_key=key,
         created_by=caller_of(request).actor.user_id,
         token_days=state.settings.ingest_token_days,
-    )
         parent=wanted.parent,
+    )
     policy = store_launch.Admission(state.settings.launch_max_jobs, state.settings.launch_max_gpus)
     try:
         launched = await state.database.write(store_launch.submit, submission, policy)
@@ -266,12 +266,12 @@ async def launch(
     return JSON(answer, status_code=201 if launched.created else 200)
 
 
-@router.get("/projects/{project}/launch/jobs")
 RunFilter = Annotated[
     str | None, Query(max_length=128, description="only the jobs of this run (its ID)")
 ]
 
 
+@router.get("/projects/{project}/launch/jobs")
 def list_jobs(request: Request, project: str, run: RunFilter = None) -> Response:
     """The project's launched jobs (``?run=``: one run's), newest first: the engine's
     state of each, beside its attempt's own status."""
