@@ -12,8 +12,11 @@ import re
 
 from tuneplane.contract.limits import DISPLAY_NAME_MAX_CHARS, ID_MAX_CHARS, METRIC_NAME_MAX_CHARS
 
-_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{ID_MAX_CHARS}}}", re.ASCII)
+#: The ID rule as a regular expression, for checks that take one (the ingest schema's).
+ID_PATTERN = rf"[A-Za-z0-9_-]{{1,{ID_MAX_CHARS}}}"
+_ID = re.compile(ID_PATTERN, re.ASCII)
 #: What an ID may not hold (the dashboard's ``pages/account.js`` writes the same class).
+_NOT_ID_CHAR = re.compile(r"[^A-Za-z0-9_-]", re.ASCII)
 _NOT_ID = re.compile(r"[^A-Za-z0-9_-]+", re.ASCII)
 #: The digest that keeps two names apart once their characters outside the rule are gone.
 _DIGEST_CHARS = 8
@@ -56,6 +59,11 @@ def display_name_problem(value: object) -> str | None:
     if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
         return DISPLAY_NAME_RULE
     return None
+
+
+def id_characters(text: str) -> str:
+    """``text`` with each character an ID may not hold as ``-`` (as long as ``text``)."""
+    return _NOT_ID_CHAR.sub("-", text)
 
 
 def id_for_name(name: str, fallback: str = "run") -> str:

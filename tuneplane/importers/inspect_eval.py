@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from tuneplane.contract.ids import derived_trial_id, id_problem
+from tuneplane.contract.declared import recorded
+from tuneplane.contract.ids import derived_trial_id, id_characters, id_problem
 from tuneplane.contract.limits import ID_MAX_CHARS, OBSERVATION_STRING_MAX_CHARS
 from tuneplane.contract.trajectories import evaluation_text_cap, selection_rank
 from tuneplane.importers.inspect_files import LogFile, find_logs, read_log
@@ -40,7 +41,6 @@ from tuneplane.importers.text import Redactor, RedactorFailed, kept_text
 Progress = Callable[[int, int], None]
 #: A sample ID keeps this many characters in a trial ID (room for ``-r<epoch>``).
 _SAMPLE_KEY_MAX: Final = ID_MAX_CHARS - 12
-_NOT_ID: Final = re.compile(r"[^A-Za-z0-9_-]")
 _ERROR_TYPE: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\(")
 
 
@@ -59,7 +59,7 @@ def sample_key(sample_id: object) -> str:
     if id_problem(text) is None and len(text) <= _SAMPLE_KEY_MAX:
         return text
     digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    base = _NOT_ID.sub("-", text).strip("-")[: _SAMPLE_KEY_MAX - 9].strip("-")
+    base = id_characters(text).strip("-")[: _SAMPLE_KEY_MAX - 9].strip("-")
     return f"{base or 'sample'}-{digest}"
 
 
@@ -261,6 +261,7 @@ def log_snapshot(
         "expected": expected,
         "digests": digests(log, planned, protocol_),
         "task": {"name": value_text(spec.task), "version": value_text(spec.task_version)},
+        **recorded(protocol_, planned, expected),
     }
     if text_samples is not None:
         population["text_samples"] = text_samples
@@ -285,7 +286,7 @@ def snapshot_name(path: str) -> str:
     """The snapshot file of a log: ``inspect-<its name in ID characters>.json``, a name
     Inspect never lists as a log (its ``.json`` logs' names start with their time)."""
     stem = path.rpartition("/")[2].rpartition(".")[0]
-    return f"inspect-{_NOT_ID.sub('-', stem)}.json"
+    return f"inspect-{id_characters(stem)}.json"
 
 
 def import_inspect(

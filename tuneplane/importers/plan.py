@@ -12,14 +12,14 @@ index, so retry numbers come from here too. See docs/import.md for the schema.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Final
 
-from tuneplane.contract.ids import ID_RULE, derived_trial_id, id_problem
+from tuneplane.contract.declared import canonical_digest
+from tuneplane.contract.ids import ID_RULE, derived_trial_id, id_characters, id_problem
 from tuneplane.contract.limits import (
     ID_MAX_CHARS,
     IMPORT_PLAN_MAX_BYTES,
@@ -52,7 +52,6 @@ _FIELDS: Final = (
 _TRIAL_FIELDS: Final = ("task", "repeat", "trial_id", "attempts")
 _ATTEMPT_FIELDS: Final = ("retry", "directory")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_TRIAL_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 #: The declarations every example plan makes (round, benchmark, checkpoint, digests);
 #: ``<checkpoint>`` is where a plan's own checkpoint fields go.
@@ -138,23 +137,21 @@ class Plan:
         the cohort's (the planned trials) and the protocol fingerprint's (runtime, harness
         and evaluation settings, without the checkpoint)."""
         cohort = [[t.trial_id, t.task, t.repeat] for t in self.trials]
-        protocol = {
-            "runtime": self.digests["runtime"],
-            "harness": self.digests["harness"],
-            "settings": self.settings,
-        }
         return {
             "dataset": self.digests["dataset"],
             "cohort": canonical_digest(cohort),
             "verifier": self.digests["verifier"],
-            "settings": canonical_digest(protocol),
+            "settings": canonical_digest(self.protocol()),
         }
 
-
-def canonical_digest(value: object) -> str:
-    """SHA-256 of ``value`` as canonical JSON (sorted keys, no spaces, UTF-8)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    def protocol(self) -> dict[str, Any]:
+        """What the settings digest is taken over (the declaration records it, redacted,
+        so two rounds whose digests differ name the keys that differ)."""
+        return {
+            "runtime": self.digests["runtime"],
+            "harness": self.digests["harness"],
+            "settings": self.settings,
+        }
 
 
 class _Check:
@@ -303,7 +300,7 @@ def _trial_id(
             return None
         return str(item["trial_id"])
     derived = derived_trial_id(task, repeat)
-    if _TRIAL_ID_UNSAFE.search(task) or len(derived) > ID_MAX_CHARS:
+    if id_characters(task) != task or len(derived) > ID_MAX_CHARS:
         check.add(
             f"{where}.trial_id",
             f"required: the task {task!r} does not make a trial ID ({ID_RULE}); give one",

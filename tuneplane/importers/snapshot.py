@@ -33,11 +33,10 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from tuneplane.contract.ids import ID_RULE, id_problem
+from tuneplane.contract.ids import ID_RULE, id_characters, id_problem
 from tuneplane.contract.limits import IMPORT_SNAPSHOT_MAX_BYTES
 from tuneplane.contract.observations import CHECKPOINT_EVENT, parse_observation
 from tuneplane.contract.trajectories import parse_trajectory
@@ -51,12 +50,11 @@ ROLLOUT_FORMAT: Final = "tuneplane-rollout-snapshot"
 _BODY: Final = ("source", "round", "population", "checkpoint", "trials", "trajectories", "evidence")
 #: Parts a snapshot may leave out (covered by the content hash when present).
 _OPTIONAL: Final = ("events", "execution")
-_NOT_ID: Final = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def round_prefix(name: str, fallback: str) -> str:
     """A round ID's prefix from a task's name: its characters outside IDs become ``-``."""
-    return _NOT_ID.sub("-", name)[:ROUND_PREFIX_MAX_CHARS] or fallback
+    return id_characters(name)[:ROUND_PREFIX_MAX_CHARS] or fallback
 
 
 def round_id_of(round_prefix: str, content_hash: str, execution: object = None) -> str:

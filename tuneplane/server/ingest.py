@@ -15,6 +15,7 @@ from tuneplane.contract.arena import (
     parse_arena_batch,
 )
 from tuneplane.contract.errors import Unauthorized, Unavailable
+from tuneplane.contract.ids import ID_PATTERN
 from tuneplane.contract.json_body import decode_json_body
 from tuneplane.contract.limits import (
     ALERT_TEXT_MAX_CHARS,
@@ -22,7 +23,6 @@ from tuneplane.contract.limits import (
     ARENA_BATCH_MAX_ITEMS,
     ARENA_BODY_MAX_BYTES,
     ARENA_EVENT_MAX_METRICS,
-    ID_MAX_CHARS,
     STEP_MAX,
 )
 from tuneplane.server.body import read_body
@@ -69,7 +69,7 @@ def _error(description: str) -> dict[str, Any]:
     }
 
 
-_ID: dict[str, Any] = {"type": "string", "pattern": f"^[A-Za-z0-9_-]{{1,{ID_MAX_CHARS}}}$"}
+_ID: dict[str, Any] = {"type": "string", "pattern": f"^{ID_PATTERN}$"}
 _STEP: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": STEP_MAX}
 _CONFIG: dict[str, Any] = {
     "type": "object",
