@@ -29,6 +29,10 @@ GPUS_MAX: Final = 1_024
 CPUS_MAX: Final = 4_096
 MEMORY_GB_MAX: Final = 65_536
 TIME_MINUTES_MAX: Final = 60 * 24 * 365
+#: Secrets one recipe may name, and the prefix of names that never are one: the server's
+#: own settings and the attempt's ``TUNEPLANE_JOB_*`` variables.
+SECRETS_MAX: Final = 32
+SERVER_PREFIX: Final = "TUNEPLANE_"
 #: A launch request's body: recipe name, parameters and config.
 LAUNCH_BODY_MAX_BYTES: Final = 128 * 1024
 #: Seconds a git source may take to clone and check out, and a runtime to answer.
@@ -51,7 +55,9 @@ ACTIVE_JOB_STATES: Final[frozenset[JobState]] = frozenset({"pending", "running"}
 
 CheckStatus = Literal["passed", "failed", "not_checked"]
 #: The readiness checks, in the order they run and are shown.
-CheckName = Literal["recipe", "parameters", "source", "configuration", "fleet", "runtime"]
+CheckName = Literal[
+    "recipe", "parameters", "source", "configuration", "fleet", "runtime", "secrets"
+]
 CHECK_NAMES: Final[tuple[CheckName, ...]] = get_args(CheckName)
 CHECK_TITLES: Final[dict[CheckName, str]] = {
     "recipe": "Recipe compatibility",
@@ -60,6 +66,7 @@ CHECK_TITLES: Final[dict[CheckName, str]] = {
     "configuration": "Effective-configuration rules",
     "fleet": "Fleet fit",
     "runtime": "Runtime-reference resolution",
+    "secrets": "Secrets by name",
 }
 
 #: What a readiness check never looks at, whatever it says of the rest: a passing report is
@@ -116,21 +123,11 @@ class LaunchInput:
 _LAUNCH_FIELDS: Final = ("recipe", "parameters", "config", "run", "parent")
 
 
-def parse_launch(body: object) -> LaunchInput:
-    """``{"recipe": ..., "parameters": {...}, "config": {...}, "run": ..., "parent": ...}``;
-    :class:`InvalidInput` names every field that breaks its rule."""
-    if not isinstance(body, dict):
-        raise MalformedRequest("body: must be a JSON object")
-    violations = [
-        Violation(key, f"unknown field (known: {', '.join(_LAUNCH_FIELDS)})")
-        for key in sorted(set(body) - set(_LAUNCH_FIELDS))
-    ]
-    recipe, run, parent = body.get("recipe"), body.get("run"), body.get("parent")
-    if (problem := id_problem(recipe)) is not None:
-        violations.append(Violation("recipe", "required" if recipe is None else problem))
-    for name, value in (("run", run), ("parent", parent)):
-        if value is not None and (problem := id_problem(value)) is not None:
-            violations.append(Violation(name, problem))
+def parameters_and_config(
+    body: dict[str, Any], violations: list[Violation]
+) -> dict[str, dict[str, Any]]:
+    """A launch body's ``parameters`` and ``config`` (objects, ``{}`` when absent) by name;
+    each that breaks its rule is left out, its violation added."""
     objects: dict[str, dict[str, Any]] = {}
     for name in ("parameters", "config"):
         value = body.get(name, {})
@@ -147,6 +144,25 @@ def parse_launch(body: object) -> LaunchInput:
                 f"parameters and config must be at most {RUN_CONFIG_MAX_BYTES // 2048} KiB as JSON",
             )
         )
+    return objects
+
+
+def parse_launch(body: object) -> LaunchInput:
+    """``{"recipe": ..., "parameters": {...}, "config": {...}, "run": ..., "parent": ...}``;
+    :class:`InvalidInput` names every field that breaks its rule."""
+    if not isinstance(body, dict):
+        raise MalformedRequest("body: must be a JSON object")
+    violations = [
+        Violation(key, f"unknown field (known: {', '.join(_LAUNCH_FIELDS)})")
+        for key in sorted(set(body) - set(_LAUNCH_FIELDS))
+    ]
+    recipe, run, parent = body.get("recipe"), body.get("run"), body.get("parent")
+    if (problem := id_problem(recipe)) is not None:
+        violations.append(Violation("recipe", "required" if recipe is None else problem))
+    for name, value in (("run", run), ("parent", parent)):
+        if value is not None and (problem := id_problem(value)) is not None:
+            violations.append(Violation(name, problem))
+    objects = parameters_and_config(body, violations)
     if violations:
         raise InvalidInput(tuple(violations))
     return LaunchInput(str(recipe), objects["parameters"], objects["config"], run, parent)

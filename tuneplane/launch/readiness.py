@@ -99,11 +99,13 @@ def check_readiness(
     config: Mapping[str, Any],
     capacity: Capacity | None,
     keep_source: Path | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Report:
     """Every check of launching ``recipe`` with ``parameters`` and ``config`` on the engine
     whose ``capacity`` is given (None: this server has no such engine configured).
     ``keep_source``: a new directory to keep a git source's checkout in (a submission's);
-    without it, the checkout is removed before this returns."""
+    without it, the checkout is removed before this returns. ``environ``: where the
+    recipe's secrets are looked up by name (the server's environment by default)."""
     merged = _with_defaults(recipe, parameters)
     parameter_check, command = _parameters(recipe, merged)
     source_check, workdir = _source(recipe, keep_source)
@@ -114,6 +116,7 @@ def check_readiness(
         _configuration(recipe, merged, config, parameter_check),
         check_fleet(recipe, capacity),
         check_runtime(recipe),
+        check_secrets(recipe, os.environ if environ is None else environ),
     )
     return Report(
         recipe=recipe,
@@ -254,6 +257,33 @@ def check_runtime(recipe: Recipe) -> Check:
         tail = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
         return Check("runtime", "failed", f"{python} -c 'import sys' failed: {tail[0]}")
     return Check("runtime", "passed", f"{python} runs (Python {done.stdout.strip()})")
+
+
+def check_secrets(recipe: Recipe, environ: Mapping[str, str]) -> Check:
+    """Each secret the recipe names is set (and not empty) where it is looked up. The
+    reason names secrets, never their values."""
+    if not recipe.secrets:
+        return Check("secrets", "passed", "the recipe names no secrets")
+    missing = [name for name in recipe.secrets if not environ.get(name)]
+    if missing:
+        return Check(
+            "secrets",
+            "failed",
+            f"not set in the server's environment: {', '.join(missing)}",
+        )
+    return Check(
+        "secrets",
+        "passed",
+        f"{', '.join(recipe.secrets)} set in the server's environment "
+        "(handed to the job's environment only, never stored)",
+    )
+
+
+def read_secrets(recipe: Recipe, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The values of the recipe's secrets, for the job's environment only (a secret unset
+    since the check is left out, and the job says so when it needs it)."""
+    environ = os.environ if environ is None else environ
+    return {name: environ[name] for name in recipe.secrets if environ.get(name)}
 
 
 def _source(recipe: Recipe, keep: Path | None) -> tuple[Check, Path | None]:

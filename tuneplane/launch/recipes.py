@@ -41,6 +41,7 @@ _TOP_KEYS: Final = frozenset(
         "runtime",
         "resources",
         "rules",
+        "secrets",
     }
 )
 #: The JSON Schema keywords a parameter schema may use: types, ranges, required names,
@@ -73,6 +74,7 @@ _PLACEHOLDER: Final = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _COMMIT: Final = re.compile(r"[0-9a-f]{40}", re.ASCII)
 _GIT_URL: Final = re.compile(r"(https://|ssh://|git@|file:///)\S+", re.ASCII)
 _IMAGE: Final = re.compile(r"[a-z0-9][a-z0-9._/:@-]{0,254}", re.ASCII)
+_SECRET_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +143,9 @@ class Recipe:
     runtime: Runtime
     resources: Resources
     rules: tuple[ConfigRule, ...]
+    #: Secrets the job gets by name: environment variables of the server, read at
+    #: submission and handed to the job's environment only (never stored).
+    secrets: tuple[str, ...] = ()
 
     def spec(self) -> dict[str, Any]:
         """The recipe as the API shows it and the check record's fingerprint covers."""
@@ -155,6 +160,7 @@ class Recipe:
             "runtime": self.runtime.to_json(),
             "resources": self.resources.to_json(),
             "rules": [{"check": r.check, "message": r.message} for r in self.rules],
+            "secrets": list(self.secrets),
         }
 
 
@@ -241,6 +247,7 @@ def read_recipe(path: Path, problems: _Problems) -> Recipe | None:
     runtime = _runtime(document.get("runtime"), problems)
     resources = _resources(document.get("resources", {}), problems)
     rules = _rules(document.get("rules", []), problems)
+    secrets = _secrets(document.get("secrets", []), problems)
     if problems.lines:
         return None
     if source is None or runtime is None or resources is None or parameters is None:
@@ -258,6 +265,7 @@ def read_recipe(path: Path, problems: _Problems) -> Recipe | None:
         runtime,
         resources,
         rules,
+        secrets,
     )
 
 
@@ -449,3 +457,29 @@ def _rules(value: object, problems: _Problems) -> tuple[ConfigRule, ...]:
         except RuleError as exc:
             problems.add(f"{where}.check", str(exc))
     return tuple(rules)
+
+
+def _secrets(value: object, problems: _Problems) -> tuple[str, ...]:
+    """Names of environment variables; the server's own settings and the attempt's
+    variables (``TUNEPLANE_*``) are never a job's secret."""
+    if not isinstance(value, list) or len(value) > limits.SECRETS_MAX:
+        problems.add(
+            "secrets", f"must be a list of at most {limits.SECRETS_MAX} environment variable names"
+        )
+        return ()
+    for index, name in enumerate(value):
+        if not isinstance(name, str) or not _SECRET_NAME.fullmatch(name):
+            problems.add(
+                f"secrets[{index}]",
+                "must be an environment variable name (letters, digits and _, "
+                "not starting with a digit, at most 128)",
+            )
+        elif name.startswith(limits.SERVER_PREFIX):
+            problems.add(
+                f"secrets[{index}]",
+                f"{name}: {limits.SERVER_PREFIX}* variables are the server's settings and "
+                "the job's attempt, never a job's secret",
+            )
+    if len(set(map(str, value))) != len(value):
+        problems.add("secrets", "names a secret twice")
+    return tuple(str(name) for name in value)

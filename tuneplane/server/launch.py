@@ -37,7 +37,7 @@ from tuneplane.contract.limits import ROW_ID_MAX
 from tuneplane.launch.engines.base import Engine, EngineUnavailable, JobSpec, StateChange
 from tuneplane.launch.engines.local import LocalEngine
 from tuneplane.launch.engines.slurm import SlurmEngine
-from tuneplane.launch.readiness import Report, check_readiness
+from tuneplane.launch.readiness import Report, check_readiness, read_secrets
 from tuneplane.launch.recipes import Recipe
 from tuneplane.server.access import caller_of
 from tuneplane.server.body import read_json
@@ -159,6 +159,7 @@ def _job_spec(
         log_path=log,
         checkout=checkout,
         time_minutes=recipe.resources.time_minutes,
+        secrets=read_secrets(recipe),
     )
 
 

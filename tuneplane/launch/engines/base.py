@@ -51,6 +51,9 @@ class JobSpec:
     #: Minutes the job may run before it is stopped (the recipe's time_minutes).
     time_minutes: float | None = None
     memory_gb: float = 1.0
+    #: The recipe's secrets by name, read from the server's environment at submission:
+    #: in the job's environment, never in a record.
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def argv(self) -> list[str]:
         return [
@@ -74,7 +77,7 @@ class JobSpec:
             env["PATH"] = f"{self.python_env / 'bin'}{os.pathsep}{env.get('PATH', os.defpath)}"
             env["VIRTUAL_ENV"] = str(self.python_env)
         env["PYTHONUNBUFFERED"] = "1"
-        return {**env, **self.attempt_env}
+        return {**env, **self.secrets, **self.attempt_env}
 
 
 @dataclass(frozen=True, slots=True)
