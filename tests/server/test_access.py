@@ -89,6 +89,8 @@ PRIVATE_REQUESTS: list[tuple[str, str, Any]] = [
     ("GET", _S + "/launch/jobs", None),
     ("GET", f"/projects/{SECRET_PROJECT}/access", None),
     ("GET", f"/projects/{SECRET_PROJECT}/alerts", None),
+    ("GET", f"/projects/{SECRET_PROJECT}/launch", None),
+    ("GET", f"/projects/{SECRET_PROJECT}/launch/recipes/tiny", None),
     ("DELETE", _R + "/trajectories?trial_id=nothing", None),
     ("PATCH", _R, {"tags": ["checked"]}),
     ("GET", _S + "/alert-rules", None),

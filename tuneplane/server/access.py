@@ -114,6 +114,10 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("GET", "/projects/{project}/access"): Rule("share-run"),
     # Readers see the rules; the page asks the API for webhooks, which answer editors only.
     ("GET", "/projects/{project}/alerts"): _READ,
+    # Launching: the recipes and the form ask the API, which answers signed-in callers and
+    # (previews, submissions) editors; a re-run's form reads the run it starts from.
+    ("GET", "/projects/{project}/launch"): _READ,
+    ("GET", "/projects/{project}/launch/recipes/{recipe}"): _READ,
     ("GET", "/compare"): Rule("view-instance"),
     ("GET", "/reports"): Rule("view-instance"),
     ("GET", "/matched"): Rule("view-instance"),

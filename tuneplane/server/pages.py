@@ -234,6 +234,19 @@ def alerts_page(request: Request, project: str) -> Response:
     return _page(request)
 
 
+@router.get("/projects/{project}/launch")
+def launch_page(request: Request, project: str) -> Response:
+    """The recipes a project's editors may launch: engine, resources and parameters."""
+    return _page(request)
+
+
+@router.get("/projects/{project}/launch/recipes/{recipe}")
+def launch_form_page(request: Request, project: str, recipe: str) -> Response:
+    """The launch form of one recipe: parameters from its schema, the config, Check
+    readiness and Submit; ``?from=<run>`` re-runs that run, prefilled from it."""
+    return _page(request)
+
+
 @router.get("/projects/{project}/runs/{run}")
 def run_page(request: Request, project: str, run: str) -> Response:
     """One run: every metric charted, live; Validation, Training rollouts, Events and Logs

@@ -4,6 +4,8 @@ import { debug } from "./lib/debug.js";
 import { empty, mount } from "./lib/dom.js";
 import { here } from "./lib/root.js";
 import { themeToggle } from "./lib/theme.js";
+import { launchFormPage } from "./launch/form.js";
+import { recipesPage } from "./launch/recipes.js";
 import { accessPage } from "./pages/access.js";
 import { alertsPage } from "./pages/alerts.js";
 import { accountPage, sharedPage, showSession, signInPage, welcomePage } from "./pages/account.js";
@@ -19,6 +21,8 @@ const ROUTES = [
   [/^\/projects\/([^/]+)\/?$/, (project) => runsPage(project)],
   [/^\/projects\/([^/]+)\/access\/?$/, (project) => accessPage(project)],
   [/^\/projects\/([^/]+)\/alerts\/?$/, (project) => alertsPage(project)],
+  [/^\/projects\/([^/]+)\/launch\/?$/, (project) => recipesPage(project)],
+  [/^\/projects\/([^/]+)\/launch\/recipes\/([^/]+)\/?$/, (project, recipe) => launchFormPage(project, recipe)],
   [/^\/projects\/([^/]+)\/runs\/([^/]+)\/?$/, (project, run) => runPage(project, run)],
   [/^\/projects\/([^/]+)\/runs\/([^/]+)\/trajectory\/?$/, (project, run) => trajectoryPage(project, run)],
   [/^\/compare\/?$/, () => comparePage()],

@@ -26,9 +26,10 @@ export function diagnosisLabel(diagnosis) {
 
 /**
  * The body of a diagnosis. `run` is the run as the page knows it now; `onLine(attempt,
- * citation)`, when given, shows a cited line in the log view.
+ * citation)`, when given, shows a cited line in the log view; `rerun`, when given, is the
+ * address of the Re-run form each next action offers.
  */
-export function diagnosisBody(diagnosis, ref, run, onLine = null) {
+export function diagnosisBody(diagnosis, ref, run, onLine = null, rerun = null) {
   const later = run?.attempt != null && run.attempt !== diagnosis.attempt;
   return h(
     "div",
@@ -46,7 +47,7 @@ export function diagnosisBody(diagnosis, ref, run, onLine = null) {
       ? h(
           "ol",
           { class: "findings" },
-          diagnosis.findings.map((finding) => findingItem(finding, diagnosis.attempt, ref, onLine)),
+          diagnosis.findings.map((finding) => findingItem(finding, diagnosis.attempt, ref, onLine, rerun)),
         )
       : null,
     explanationBlock(diagnosis.explanation),
@@ -96,7 +97,7 @@ function cutLine(diagnosis) {
 
 const fmtCount = (n) => Number(n).toLocaleString("en-US");
 
-function findingItem(finding, attempt, ref, onLine) {
+function findingItem(finding, attempt, ref, onLine, rerun) {
   return h(
     "li",
     { class: `finding confidence-${finding.confidence}`, dataset: { code: finding.code } },
@@ -112,7 +113,13 @@ function findingItem(finding, attempt, ref, onLine) {
       h("code", { class: "finding-code", text: finding.code }),
     ),
     h("p", { class: "finding-detail", text: finding.detail }),
-    h("p", { class: "finding-next" }, h("span", { class: "finding-label", text: "Next: " }), finding.next_action),
+    h(
+      "p",
+      { class: "finding-next" },
+      h("span", { class: "finding-label", text: "Next: " }),
+      finding.next_action,
+      rerun ? [" ", h("a", { class: "finding-rerun", href: rerun, text: "Re-run with changes…" })] : null,
+    ),
     finding.citations?.length
       ? h(
           "ul",

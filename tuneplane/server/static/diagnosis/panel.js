@@ -16,12 +16,14 @@ const FOLLOW_MS = 200_000;
 
 export class DiagnosisPanel {
   /** `you`: what the caller may do with the run (the run object's `you`). */
-  constructor(ref, you = null, { onLine = null } = {}) {
+  /** `rerun`: the Re-run form's address, for editors of a run a recipe launched. */
+  constructor(ref, you = null, { onLine = null, rerun = null } = {}) {
     this.ref = ref;
     // The diagnoses quote the logs: they are read by those who may read the logs.
     this.allowed = you?.logs ?? true;
     this.canRerun = Boolean(you?.write);
     this.onLine = onLine;
+    this.rerun = rerun;
     this.run = null;
     this.diagnoses = [];
     this.picked = null;
@@ -104,7 +106,7 @@ export class DiagnosisPanel {
       ),
       this.error ? h("p", { class: "form-error", text: this.error }) : null,
       shown
-        ? diagnosisBody(shown, this.ref, this.run, this.onLine)
+        ? diagnosisBody(shown, this.ref, this.run, this.onLine, this.rerun)
         : h("p", {
             class: "diagnosis-none muted",
             text: this.pending() ? "No diagnosis yet: one is on its way." : "No diagnosis yet.",

@@ -48,9 +48,10 @@ export async function getJSON(path, { signal } = {}) {
 /**
  * Send a JSON body (POST, PATCH, PUT, DELETE). A signed-in browser's writes carry the CSRF
  * token the session answer gave (GET /api/v1/session); the browser adds the Origin.
+ * `headers`: more request headers (a submission's Idempotency-Key).
  */
-export async function sendJSON(method, path, body = null, { csrf = null } = {}) {
-  const headers = { Accept: "application/json" };
+export async function sendJSON(method, path, body = null, { csrf = null, headers: extra = {} } = {}) {
+  const headers = { Accept: "application/json", ...extra };
   if (body != null) headers["Content-Type"] = "application/json";
   if (csrf) headers["X-CSRF-Token"] = csrf;
   const response = await fetch(address(path), { method, headers, body: body == null ? null : JSON.stringify(body) });

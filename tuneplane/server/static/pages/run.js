@@ -17,6 +17,7 @@ import { RolloutsView } from "../trajectories/rollouts.js";
 import { EventsView } from "../events/eventsview.js";
 import { LogView } from "../logs/logview.js";
 import { DiagnosisPanel } from "../diagnosis/panel.js";
+import { LaunchPanel, launchRecord, rerunHref } from "../launch/runjobs.js";
 import { sharePanel } from "./access.js";
 import { managePanel } from "./runmanage.js";
 import { signInHint } from "./account.js";
@@ -166,8 +167,12 @@ async function chartsPage(wanted, { single }) {
   const noMetrics = h("div");
   const chartsPanel = h("div", { class: "panel" }, strip, controls.el, noMetrics, board.el);
 
+  // A launched run: its recipe, its parent, Re-run, and its jobs as the engine has them.
+  const launch = single && launchRecord(found[0]) ? new LaunchPanel(refs[0], found[0], you) : null;
+  launch?.follow(found[0]);
   const parts = [
     head,
+    launch?.el,
     share?.el,
     manage?.el,
     missing.length
@@ -220,6 +225,8 @@ async function chartsPage(wanted, { single }) {
         showTab("logs");
         views.logs.reveal(attempt, citation.text);
       },
+      // A suggested next action opens the same Re-run form as the launch panel.
+      rerun: launch?.canWrite ? rerunHref(found[0]) : null,
     });
     diagnosis.follow(found[0]);
     parts.push(diagnosis.el, tabs, ...Object.values(panels));
@@ -248,6 +255,7 @@ async function chartsPage(wanted, { single }) {
       const before = runs.get(ref.key);
       runs.set(ref.key, run);
       diagnosis?.follow(run);
+      launch?.follow(run);
       // Without charts the page says how many alerts the run has: that count follows too.
       if (before?.alert_count !== run.alert_count && !board.metricNames().length) {
         noMetrics.replaceChildren(...emptyCharts(refs, runs, [], []));

@@ -9,6 +9,7 @@ import { fmtAgo, fmtInt, fmtNum, fmtTime } from "../lib/format.js";
 import { address } from "../lib/root.js";
 import { configChips, healthBadge, statusBadge } from "../lib/runinfo.js";
 import { listParam, replaceParams } from "../lib/url.js";
+import { launchPage } from "../launch/api.js";
 import { accessHref } from "./access.js";
 import { signInHint } from "./account.js";
 import { alertsHref } from "./alerts.js";
@@ -145,6 +146,8 @@ export async function runsPage(project) {
     heading,
     // Anyone who reads the project reads its alert rules; the page offers editors the rest.
     h("a", { class: "button secondary alerts-link", href: alertsHref(project), text: "Alerts" }),
+    // The recipes answer signed-in callers; launching them, the project's editors.
+    h("a", { class: "button secondary launch-link", href: launchPage.recipes(project), text: "Launch" }),
     you?.manage || you?.share ? h("a", { class: "button secondary access-link", href: accessHref(project), text: "Access" }) : null,
     you?.manage
       ? h("button", {
