@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, Route, expect
 
 from tests.dashboard.members import (
     EDITOR,
@@ -240,6 +240,42 @@ def test_submit_opens_the_run_with_its_jobs_state_and_cancel(
     expect(job.locator(".job-state")).to_have_text("cancelled", timeout=30_000)
     expect(job.locator(".attempt-status")).to_have_text("cancelled")
     expect(viewer.locator(".launch-panel .job-state")).to_have_text("cancelled", timeout=30_000)
+
+
+def test_a_refused_submit_names_each_failed_check_and_a_lost_answer_is_retried_safely(
+    browser: Browser, server: MembersServer, browsers: list[BrowserContext]
+) -> None:
+    page = open_as(browser, server, browsers, EDITOR)
+    before = len(_jobs(server))
+    # Submission checks again without a preview: two checks fail, both are said.
+    _form(page, "no_dir")
+    page.locator('input[name="batch"]').fill("7")
+    page.get_by_role("button", name="Submit").click()
+    refused = page.locator(".launch-error")
+    expect(refused).to_contain_text("checks.source:")
+    expect(refused).to_contain_text("checks.configuration: batch % world_size == 0")
+    assert len(_jobs(server)) == before
+
+    # The server takes a submission but its answer never reaches the browser; Submit again
+    # sends the form's key again, and the server answers the job the first one started.
+    _form(page)
+    page.get_by_label("new run ID").fill("answer-lost")
+    lost: list[str] = []
+
+    def drop_answer(route: Route) -> None:
+        route.fetch()  # the server receives it and starts the job
+        lost.append(route.request.headers["idempotency-key"])
+        route.abort("connectionreset")
+
+    page.route(f"**/api/v1/projects/{PROJECT}/launch", drop_answer, times=1)
+    page.get_by_role("button", name="Submit").click()
+    expect(page.locator(".launch-error")).to_contain_text("Not submitted")
+    assert [job["run"] for job in _jobs(server)][:1] == ["answer-lost"]
+    with page.expect_request(f"**/api/v1/projects/{PROJECT}/launch") as again:
+        page.get_by_role("button", name="Submit").click()
+    assert again.value.headers["idempotency-key"] == lost[0]
+    expect(page).to_have_url(f"{server.base}/projects/{PROJECT}/runs/answer-lost")
+    assert len(_jobs(server)) == before + 1
 
 
 def test_rerun_is_prefilled_shows_its_changes_and_records_its_parent(

@@ -109,7 +109,9 @@ export async function launchFormPage(project, name) {
           const answer = await submit(project, body, key);
           location.assign(address(api.page.run(project, answer.job.run)));
         } catch (error) {
-          problem.textContent = `Not submitted: ${error.message}`;
+          // A refusal names each failed check (checks.<name>): all of them are said.
+          const said = error.details?.length ? error.details.map((d) => `${d.field}: ${d.rule}`).join("; ") : error.message;
+          problem.textContent = `Not submitted: ${said}`;
           send.disabled = false;
           send.textContent = "Submit";
         }

@@ -6,9 +6,11 @@ import { address } from "./root.js";
 const enc = encodeURIComponent;
 
 export class ApiError extends Error {
-  constructor(status, message) {
+  /** `details`: the rules broken, [{field, rule}], when the API named them. */
+  constructor(status, message, details = null) {
     super(message);
     this.status = status;
+    this.details = details;
   }
 }
 
@@ -62,7 +64,8 @@ export async function sendJSON(method, path, body = null, { csrf = null, headers
     // not JSON: the status line says enough
   }
   if (!response.ok) {
-    throw new ApiError(response.status, answer?.error?.message ?? `${response.status} ${response.statusText}`);
+    const message = answer?.error?.message ?? `${response.status} ${response.statusText}`;
+    throw new ApiError(response.status, message, answer?.error?.details ?? null);
   }
   return answer;
 }
