@@ -428,7 +428,14 @@ def test_matched_evidence_says_which_condition_failed(api: TestClient) -> None:
     answer = matched(api)
     assert answer["difference"]["shown"] is False
     assert answer["difference"]["conditions"] == [
-        {"code": "settings_digest_mismatch", "side": "both", "reason": "settings digests differ"},
+        {
+            "code": "settings_digest_mismatch",
+            "side": "both",
+            # Neither declaration recorded its settings: said, not guessed.
+            "reason": "settings digests differ: the left and the right round recorded no "
+            "protocol settings (declared before they were recorded, by a producer that "
+            "records none, or too large to record): only the digests are known to differ",
+        },
         {
             "code": "left_incomplete_coverage",
             "side": "left",

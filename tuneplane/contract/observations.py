@@ -31,11 +31,18 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import orjson
 
+from tuneplane.contract.declared import (
+    content_mark,
+    planned_problem,
+    protocol_problem,
+    redacted,
+)
 from tuneplane.contract.errors import Conflict, InvalidInput, Violation
 from tuneplane.contract.ids import ID_RULE, id_problem, metric_name_problem
 from tuneplane.contract.json_body import NotFinite, key_path, malformed
@@ -96,6 +103,11 @@ class Population:
     #: NeMo-RL validation log): the round's success rate and scoring coverage are then
     #: withheld (``no_verdicts``), never shown as 0%.
     verdicts: bool = True
+    #: The settings the settings digest was taken over, redacted (contract/declared.py):
+    #: what names the keys that differ when two rounds' settings digests do.
+    protocol: dict[str, Any] | None = None
+    #: Every planned trial ID, so those never reported are named, not only counted.
+    planned_trials: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +144,8 @@ POPULATION_FIELDS: Final = (
     "task.version",
     "text_samples",
     "verdicts",
+    "protocol",
+    "planned_trials",
 )
 TRIAL_FIELDS: Final = ("status", "eligible", "reward", "error_type", "reason_code", "reason")
 
@@ -148,6 +162,7 @@ def outcome_content(observation: Observation) -> dict[str, object]:
             "task.version": p.task_version,
             "text_samples": p.text_samples,
             "verdicts": p.verdicts,
+            **declared_content(p.protocol, p.planned_trials),
         }
     if observation.trial is not None:
         t = observation.trial
@@ -160,6 +175,16 @@ def outcome_content(observation: Observation) -> dict[str, object]:
             "reason": t.reason,
         }
     return {}
+
+
+def declared_content(
+    protocol: dict[str, Any] | None, planned: Sequence[str] | None
+) -> dict[str, str | None]:
+    """The recorded parts of a declaration as its content compares them."""
+    return {
+        "protocol": content_mark(protocol),
+        "planned_trials": content_mark(None if planned is None else list(planned)),
+    }
 
 
 #: ("population", attempt, round) or ("trial", attempt, round, trial, trial attempt).
@@ -366,10 +391,37 @@ def _population(check: _Check, item: dict[str, Any]) -> Population | None:
             "must be true or false (false: the producer gives rewards, no success or "
             "failure verdict)",
         )
+    protocol, planned = _declared(check, item, expected)
     if round_id is None or not isinstance(expected, int) or not is_count(expected):
         return None
     return Population(
-        round_id, expected, digests, task_name, task_version, text_samples, verdicts is not False
+        round_id,
+        expected,
+        digests,
+        task_name,
+        task_version,
+        text_samples,
+        verdicts is not False,
+        protocol,
+        planned,
+    )
+
+
+def _declared(
+    check: _Check, item: dict[str, Any], expected: object
+) -> tuple[dict[str, Any] | None, tuple[str, ...] | None]:
+    """The declaration's recorded protocol settings (redacted here too, whatever the
+    producer did) and planned trial IDs, each optional."""
+    protocol, planned = item.get("protocol"), item.get("planned_trials")
+    if protocol is not None and (problem := protocol_problem(protocol)):
+        check.add("protocol", problem)
+        protocol = None
+    if planned is not None and (problem := planned_problem(planned, expected)):
+        check.add("planned_trials", problem)
+        planned = None
+    return (
+        None if protocol is None else redacted(protocol),
+        None if planned is None else tuple(sorted(planned)),
     )
 
 
@@ -458,6 +510,10 @@ def parse_observation(path: str, item: object) -> tuple[Observation | None, list
             "text_samples": population.text_samples,
             "verdicts": population.verdicts,
         }
+        if population.protocol is not None:
+            body["protocol"] = population.protocol
+        if population.planned_trials is not None:
+            body["planned_trials"] = list(population.planned_trials)
     if trial is not None:
         body = {
             "round_id": trial.round_id,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tuneplane.contract.declared import recorded
 from tuneplane.contract.limits import OBSERVATION_STRING_MAX_CHARS
 from tuneplane.importers.atif import read_conversation
 from tuneplane.importers.harbor import Evidence, map_outcome, read_attempt
@@ -101,6 +102,7 @@ def _population(plan: Plan, text_samples: int) -> dict[str, Any]:
         "expected": len(plan.trials),
         "digests": plan.population_digests(),
         "text_samples": text_samples,
+        **recorded(plan.protocol(), (t.trial_id for t in plan.trials), len(plan.trials)),
     }
     if plan.benchmark:
         population["task"] = dict(plan.benchmark)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
+from tuneplane.contract.declared import canonical_digest
 from tuneplane.importers.inspect_files import LogFile
 from tuneplane.importers.inspect_text import value_text
-from tuneplane.importers.plan import canonical_digest
 
 TASK_EVENT: Final = "inspect/task"
 SAMPLE_EVENT: Final = "inspect/sample"

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tuneplane.contract.declared import canonical_digest, recorded
 from tuneplane.contract.limits import OBSERVATION_MAX_FIELDS, OBSERVATION_STRING_MAX_CHARS
 from tuneplane.contract.trajectories import evaluation_text_cap, selection_rank
 from tuneplane.importers.lm_eval_files import HASHES, Record, Run, Samples, read_run
-from tuneplane.importers.plan import canonical_digest
 from tuneplane.importers.problems import ImportRefused, Problem
 from tuneplane.importers.snapshot import (
     Snapshot,
@@ -193,19 +193,23 @@ def _digests(
     if config is not None:
         scoring = {k: config.get(k) for k in ("output_type", "metric_list", "filter_list")}
         digests["verifier"] = canonical_digest(scoring)
-        run_config = _object(results, "config")
-        n_shot = results.get("n-shot")
-        protocol = {
-            "task": config,
-            "n-shot": n_shot.get(task) if isinstance(n_shot, dict) else None,
-            "gen_kwargs": run_config.get("gen_kwargs"),
-            "fewshot_as_multiturn": results.get("fewshot_as_multiturn"),
-            "system_instruction_sha": results.get("system_instruction_sha"),
-            "chat_template_applied": results.get("chat_template") is not None,
-            "lm_eval_version": results.get("lm_eval_version"),
-        }
-        digests["settings"] = canonical_digest(protocol)
+        digests["settings"] = canonical_digest(_protocol(results, task, config))
     return digests
+
+
+def _protocol(results: dict[str, Any], task: str, config: dict[str, Any]) -> dict[str, Any]:
+    """What the settings digest is taken over (the declaration records it too)."""
+    run_config = _object(results, "config")
+    n_shot = results.get("n-shot")
+    return {
+        "task": config,
+        "n-shot": n_shot.get(task) if isinstance(n_shot, dict) else None,
+        "gen_kwargs": run_config.get("gen_kwargs"),
+        "fewshot_as_multiturn": results.get("fewshot_as_multiturn"),
+        "system_instruction_sha": results.get("system_instruction_sha"),
+        "chat_template_applied": results.get("chat_template") is not None,
+        "lm_eval_version": results.get("lm_eval_version"),
+    }
 
 
 def _version(results: dict[str, Any], task: str) -> str | None:
@@ -370,6 +374,9 @@ def task_snapshot(
         "digests": _digests(run.results, task, by_doc, expected),
         "task": {"name": task, **({"version": v} if (v := _version(run.results, task)) else {})},
     }
+    config = _task_config(run.results, task)
+    if config is not None:
+        population |= recorded(_protocol(run.results, task, config), None, expected)
     if text_samples is not None:
         population["text_samples"] = text_samples
     key = verdict_key(run.results, task)

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from tuneplane.contract.declared import canonical_digest
 from tuneplane.contract.trajectories import parse_trajectory
-from tuneplane.importers.plan import canonical_digest
 from tuneplane.importers.problems import ImportRefused, Problem
 from tuneplane.importers.snapshot import (
     ROLLOUT_FORMAT,

@@ -36,12 +36,13 @@ import os
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tuneplane.contract.declared import canonical_digest
 from tuneplane.contract.ids import ID_RULE, id_characters, id_problem
 from tuneplane.contract.limits import IMPORT_SNAPSHOT_MAX_BYTES
 from tuneplane.contract.observations import CHECKPOINT_EVENT, parse_observation
 from tuneplane.contract.trajectories import parse_trajectory
 from tuneplane.importers.bounded import read_bounded
-from tuneplane.importers.plan import ROUND_HASH_CHARS, ROUND_PREFIX_MAX_CHARS, canonical_digest
+from tuneplane.importers.plan import ROUND_HASH_CHARS, ROUND_PREFIX_MAX_CHARS
 from tuneplane.importers.problems import ImportRefused, Problem
 
 SNAPSHOT_FORMAT: Final = "tuneplane-import-snapshot"

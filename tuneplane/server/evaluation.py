@@ -30,6 +30,7 @@ from tuneplane.evaluation.outcomes import (
     success_rate,
 )
 from tuneplane.evaluation.repeats import TaskOutcomes, by_task, clustered_rate, pass_at
+from tuneplane.server import declared
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import app_state
 from tuneplane.store import catalog, evaluation
@@ -199,10 +200,13 @@ def read_round(
         run_id, chosen, state, attempts = _round(connection, project, run, round_id, attempt)
         scored = evaluation.scored_trials(connection, run_id, chosen, round_id)
         checkpoint = evaluation.checkpoints(connection, run_id, chosen).get(round_id)
+        record = declared.records(connection, run_id, chosen, round_id)
+        not_run = declared.planned_not_reported(connection, run_id, chosen, state, record)
     return JSON(
         {
             **_round_json(state),
             "checkpoint": checkpoint,
+            "planned_not_reported": not_run,
             "execution_attempt": chosen,
             "execution_attempts": attempts,
             "repeats": repeats_json(by_task(scored)),
@@ -362,6 +366,8 @@ class _Side:
     attempt: int
     attempts: list[int]
     checkpoint: dict[str, Any] | None
+    #: What its declaration recorded beside its digests (protocol settings, planned IDs).
+    record: dict[str, Any]
 
 
 def _side(connection: Connection, spec: str, name: str, wanted: int | None) -> _Side:
@@ -372,7 +378,8 @@ def _side(connection: Connection, spec: str, name: str, wanted: int | None) -> _
     checkpoint = evaluation.checkpoints(connection, chosen.run_id, chosen.attempt).get(
         chosen.state.round_id
     )
-    return _Side(chosen.state, statuses, chosen.attempt, chosen.attempts, checkpoint)
+    record = declared.records(connection, chosen.run_id, chosen.attempt, chosen.state.round_id)
+    return _Side(chosen.state, statuses, chosen.attempt, chosen.attempts, checkpoint, record)
 
 
 @router.get("/evaluation/matched")
@@ -401,6 +408,9 @@ def matched(
         right_round.declaration.digests if right_round.declaration else {},
         moves,
     )
+    keys = declared.settings_differences(
+        left_round, right_round, left_side.record, right_side.record
+    )
     difference: dict[str, Any]
     if isinstance(result, Difference):
         difference = {
@@ -417,10 +427,14 @@ def matched(
             "mcnemar_label": "exact McNemar test on discordant trial pairs (two-sided)",
         }
     else:
+        conditions = [
+            {"code": c.code, "side": c.side, "reason": _named_keys(c.code, c.reason, keys)}
+            for c in result
+        ]
         difference = {
             "shown": False,
-            "conditions": [{"code": c.code, "side": c.side, "reason": c.reason} for c in result],
-            "reasons": [c.reason for c in result],
+            "conditions": conditions,
+            "reasons": [c["reason"] for c in conditions],
         }
     return JSON(
         {
@@ -449,5 +463,17 @@ def matched(
                 "label": "observed trial transitions, not proof of improvement",
             },
             "difference": difference,
+            "settings_differences": keys,
         }
     )
+
+
+def _named_keys(code: str, reason: str, keys: dict[str, Any] | None) -> str:
+    """A settings mismatch's sentence, naming the keys that differ where they are known."""
+    if code != "settings_digest_mismatch" or keys is None:
+        return reason
+    paths = [d["path"] for d in keys["differences"]]
+    if not paths:
+        return f"{reason}: {keys['reason']}"
+    more = f" and {keys['total'] - 5} more" if keys["total"] > 5 else ""
+    return f"{reason}: {', '.join(paths[:5])}{more}"

@@ -335,6 +335,19 @@ def trial_history(
     return History(total, rows)
 
 
+def reported_among(
+    connection: Connection, run_id: int, attempt: int, round_id: str, trial_ids: list[str]
+) -> set[str]:
+    """Which of ``trial_ids`` the round has an outcome for."""
+    query = select(trial_current.c.trial_id).where(
+        trial_current.c.run_id == run_id,
+        trial_current.c.execution_attempt == attempt,
+        trial_current.c.round_id == round_id,
+        trial_current.c.trial_id.in_(trial_ids),
+    )
+    return set(connection.execute(query).scalars())
+
+
 def current_statuses(
     connection: Connection, run_id: int, attempt: int, round_id: str
 ) -> dict[str, str]:

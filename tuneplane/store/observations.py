@@ -35,6 +35,7 @@ from tuneplane.contract.observations import (
     OutcomeConflict,
     OutcomeKey,
     TrialResult,
+    declared_content,
     differing_fields,
     outcome_content,
     outcome_key,
@@ -103,7 +104,9 @@ def _stored_outcomes(
             eval_rounds.c.execution_attempt == scope.attempt,
             eval_rounds.c.round_id.in_(declared),
         )
+        records = declared_records(connection, scope.run_id, scope.attempt)
         for row in connection.execute(query):
+            record = records.get(row.round_id, {})
             found[("population", scope.attempt, row.round_id)] = {
                 "expected": int(row.expected),
                 **{f"digests.{name}": getattr(row, name) for name in DIGEST_NAMES},
@@ -111,6 +114,7 @@ def _stored_outcomes(
                 "task.version": row.task_version,
                 "text_samples": row.text_samples,
                 "verdicts": row.verdicts is not False,
+                **declared_content(record.get("protocol"), record.get("planned_trials")),
             }
     by_round: dict[str, set[str]] = {}
     for key in keys:
@@ -197,6 +201,29 @@ def _clash(
     return OutcomeClash(
         index, observation.event_id, key, ("event_id",), other, {"event_id": observation.event_id}
     )
+
+
+def declared_records(
+    connection: Connection, run_id: int, attempt: int
+) -> dict[str, dict[str, Any]]:
+    """Per round of the execution attempt, what its declaration recorded beside its digests
+    (``protocol``, ``planned_trials``; absent when it recorded none), from the round's first
+    stored population event: the one that declared it."""
+    query = (
+        select(observations.c.body)
+        .where(
+            observations.c.run_id == run_id,
+            observations.c.attempt == attempt,
+            observations.c.type == "population",
+        )
+        .order_by(observations.c.id)
+    )
+    found: dict[str, dict[str, Any]] = {}
+    for body in connection.execute(query).scalars():
+        if isinstance(body, dict) and isinstance(body.get("round_id"), str):
+            kept = {k: body[k] for k in ("protocol", "planned_trials") if k in body}
+            found.setdefault(body["round_id"], kept)
+    return found
 
 
 def write_observations(
