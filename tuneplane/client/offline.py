@@ -29,6 +29,8 @@ from typing import Any, Final
 
 import orjson
 
+from tuneplane.client.started import StartedAttempt
+
 OFFLINE_PREFIX: Final = "offline-"
 RUN_FILE: Final = "run.json"
 STARTED_FILE: Final = "started.json"
@@ -111,25 +113,15 @@ def find(directory: Path, project: str, run: str) -> OfflineAttempt:
         raise ValueError(f"{path}: not an offline attempt's run file ({exc})") from exc
 
 
-@dataclass(frozen=True, slots=True)
-class Started:
-    attempt: int
-    token: str
-    endpoint: str
-
-    def __repr__(self) -> str:  # the token never prints
-        return f"Started(attempt {self.attempt})"
-
-
-def started(directory: Path) -> Started | None:
+def started(directory: Path) -> StartedAttempt | None:
     """The attempt ``tuneplane sync`` started for this offline attempt, once it has."""
     with contextlib.suppress(OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         body = orjson.loads((directory / STARTED_FILE).read_bytes())
-        return Started(int(body["attempt"]), str(body["token"]), str(body["endpoint"]))
+        return StartedAttempt(int(body["attempt"]), str(body["token"]), str(body["endpoint"]))
     return None
 
 
-def record_started(directory: Path, found: Started) -> None:
+def record_started(directory: Path, found: StartedAttempt) -> None:
     body = {"attempt": found.attempt, "token": found.token, "endpoint": found.endpoint}
     _write(directory / STARTED_FILE, orjson.dumps(body))
 

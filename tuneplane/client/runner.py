@@ -50,6 +50,7 @@ from tuneplane.client.settings import (
     spool_settings,
 )
 from tuneplane.client.spool import Target
+from tuneplane.client.started import StartedAttempt
 from tuneplane.client.transport import Outcome, RetryPolicy, Transport
 from tuneplane.contract import environment
 from tuneplane.contract.datadir import resolve_data_dir
@@ -388,17 +389,6 @@ def create_run(
     outcome = _call(api, f"/api/v1/projects/{project}/runs", body, "create the run")
     answer = outcome.body if isinstance(outcome.body, dict) else {}
     return outcome.status == 201, answer
-
-
-@dataclass(frozen=True, slots=True)
-class StartedAttempt:
-    attempt: int
-    token: str
-    #: Where the attempt reports to: the server's TUNEPLANE_INGEST_URL, else the server.
-    endpoint: str
-
-    def __repr__(self) -> str:  # the token never prints
-        return f"StartedAttempt({self.attempt})"
 
 
 def start_attempt(

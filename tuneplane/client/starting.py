@@ -23,7 +23,7 @@ from tuneplane.client.console import ConsoleCapture
 from tuneplane.client.errors import DeliveryFailed
 from tuneplane.client.logs import LogShipper
 from tuneplane.client.reporter import Reporter
-from tuneplane.client.runner import SETUP_TIMEOUT, StartedAttempt, attempt_spool
+from tuneplane.client.runner import SETUP_TIMEOUT, attempt_spool
 from tuneplane.client.settings import (
     FLUSH_TIMEOUT,
     MODE,
@@ -36,6 +36,7 @@ from tuneplane.client.settings import (
     spool_settings,
 )
 from tuneplane.client.spool import Target
+from tuneplane.client.started import StartedAttempt
 from tuneplane.client.transport import Transport
 from tuneplane.contract import environment
 from tuneplane.contract.settings import Reader

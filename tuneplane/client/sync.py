@@ -60,6 +60,7 @@ from tuneplane.client.spool import (
     remove_journal,
     segments,
 )
+from tuneplane.client.started import StartedAttempt
 from tuneplane.client.transport import SUPERSEDED, RetryPolicy, Transport
 from tuneplane.contract.protocol import TERMINAL_STATUSES
 from tuneplane.contract.settings import SettingError
@@ -251,7 +252,7 @@ def _start_offline(
     server: str | None,
     key: str | None,
     transport: httpx.BaseTransport | None,
-) -> offline.Started:
+) -> StartedAttempt:
     """The attempt of an offline group on the server: the one a previous sync started,
     or now (creating or resuming the run). SetupFailed or ValueError say why not."""
     found = offline.started(group)
@@ -278,7 +279,7 @@ def _start_offline(
         begun = start_attempt(api, attempt.project, attempt.run, config, key=attempt.key)
     finally:
         api.close()
-    found = offline.Started(begun.attempt, begun.token, endpoint if server else begun.endpoint)
+    found = StartedAttempt(begun.attempt, begun.token, endpoint if server else begun.endpoint)
     offline.record_started(group, found)
     return found
 
