@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from tuneplane.contract.errors import Conflict, InvalidInput, Violation
-from tuneplane.contract.ids import id_problem, metric_name_problem
+from tuneplane.contract.ids import metric_name_problem
 from tuneplane.contract.json_body import key_path, malformed
 from tuneplane.contract.limits import (
     ALERT_TEXT_MAX_CHARS,
@@ -27,6 +27,7 @@ from tuneplane.contract.limits import (
 from tuneplane.contract.validation import (
     NUL_RULE,
     STEP_RULE,
+    FieldCheck,
     finite_float,
     is_step,
     number_rule,
@@ -77,21 +78,8 @@ class ArenaBatch:
     alerts: tuple[ArenaAlert, ...]
 
 
-class _Checker:
+class _Checker(FieldCheck):
     """Collects violations while the batch is walked once."""
-
-    def __init__(self) -> None:
-        self.violations: list[Violation] = []
-
-    def add(self, field: str, rule: str) -> None:
-        self.violations.append(Violation(field, rule))
-
-    def check_id(self, field: str, value: object) -> bool:
-        problem = id_problem(value)
-        if problem is not None:
-            self.add(field, problem if value is not None else "required")
-            return False
-        return True
 
     def config(self, path: str, value: object) -> Config | None:
         if value is None:
@@ -123,7 +111,7 @@ def _check_identity(check: _Checker, path: str, item: dict[str, Any], identity: 
     """Every item names the same project and run; ``identity`` holds the first seen."""
     for position, key in enumerate(("project", "run")):
         value = item.get(key)
-        if not check.check_id(f"{path}.{key}", value):
+        if check.id_at(f"{path}.{key}", value) is None:
             continue
         assert isinstance(value, str)
         if not identity[position]:
@@ -141,7 +129,7 @@ def _check_identity(check: _Checker, path: str, item: dict[str, Any], identity: 
 def _parse_log(check: _Checker, path: str, item: dict[str, Any]) -> ArenaLog | None:
     before = len(check.violations)
     log_id = item.get("log_id")
-    check.check_id(f"{path}.log_id", log_id)
+    check.id_at(f"{path}.log_id", log_id)
     step = item.get("step")
     if not is_step(step):
         check.add(f"{path}.step", "required" if step is None else STEP_RULE)
@@ -171,7 +159,7 @@ def _parse_log(check: _Checker, path: str, item: dict[str, Any]) -> ArenaLog | N
 def _parse_alert(check: _Checker, path: str, item: dict[str, Any]) -> ArenaAlert | None:
     before = len(check.violations)
     alert_id = item.get("alert_id")
-    check.check_id(f"{path}.alert_id", alert_id)
+    check.id_at(f"{path}.alert_id", alert_id)
     title = item.get("title")
     if not isinstance(title, str) or not 1 <= len(title) <= ALERT_TITLE_MAX_CHARS:
         check.add(

@@ -37,7 +37,6 @@ from tuneplane.contract.errors import InvalidInput, Violation
 from tuneplane.contract.ids import (
     display_name_problem,
     id_for_name,
-    id_problem,
     metric_name_problem,
 )
 from tuneplane.contract.json_body import key_path, malformed
@@ -51,6 +50,7 @@ from tuneplane.contract.run_meta import as_group
 from tuneplane.contract.validation import (
     NUL_RULE,
     STEP_RULE,
+    FieldCheck,
     finite_float,
     is_step,
     json_problem,
@@ -196,32 +196,21 @@ class ParsedCall:
         return [{"field": v.field, "rule": v.rule} for v in self.dropped[:MAX_REPORTED_DROPS]]
 
 
-class _Checker:
+class _Checker(FieldCheck):
     """Collects the violations that refuse the call."""
-
-    def __init__(self) -> None:
-        self.violations: list[Violation] = []
-
-    def identifier(self, path: str, value: object) -> str | None:
-        problem = id_problem(value)
-        if problem is not None:
-            self.violations.append(Violation(path, "required" if value is None else problem))
-            return None
-        assert isinstance(value, str)
-        return value
 
     def name(self, path: str, value: object, fallback: str) -> str | None:
         """The ID of a project or run name people gave (contract.ids.id_for_name)."""
         problem = display_name_problem(value)
         if problem is not None:
-            self.violations.append(Violation(path, "required" if value is None else problem))
+            self.add(path, "required" if value is None else problem)
             return None
         assert isinstance(value, str)
         return id_for_name(value, fallback=fallback)
 
     def step(self, path: str, value: object) -> int | None:
         if not is_step(value):
-            self.violations.append(Violation(path, "required" if value is None else STEP_RULE))
+            self.add(path, "required" if value is None else STEP_RULE)
             return None
         assert isinstance(value, int)
         return value
@@ -238,7 +227,7 @@ def _event_id(path: str, item: JSONObject, key: str, check: _Checker) -> str:
     if value is None:
         digest = hashlib.sha256(orjson.dumps(item, option=orjson.OPT_SORT_KEYS)).hexdigest()
         return f"trackio-{digest[:32]}"
-    return check.identifier(f"{path}.{key}", value) or ""
+    return check.id_at(f"{path}.{key}", value) or ""
 
 
 def flatten_metrics(
@@ -330,7 +319,7 @@ def parse_bulk_log(entries: list[JSONObject]) -> ParsedCall:
         invalid: dict[str, InvalidKind] = {}
         metrics = _metrics(call, f"{path}.metrics", item.get("metrics"), "", invalid)
         if metrics is None:
-            check.violations.append(Violation(f"{path}.metrics", "must be an object"))
+            check.add(f"{path}.metrics", "must be an object")
         if run is None or step is None or metrics is None or not log_id:
             continue
         _config(call, run, f"{path}.config", item.get("config"))
@@ -362,7 +351,7 @@ def parse_bulk_log_system(
         invalid: dict[str, InvalidKind] = {}
         metrics = _metrics(call, f"{path}.metrics", item.get("metrics"), SYSTEM_PREFIX, invalid)
         if metrics is None:
-            check.violations.append(Violation(f"{path}.metrics", "must be an object"))
+            check.add(f"{path}.metrics", "must be an object")
         if run is None or metrics is None or not log_id:
             continue
         run.add(log_id, steps.get((run.project, run.run), 0), metrics, invalid)
@@ -376,10 +365,10 @@ def _text(call: ParsedCall, check: _Checker, path: str, value: object, limit: in
     if value is None:
         return None
     if not isinstance(value, str):
-        check.violations.append(Violation(path, "must be a string"))
+        check.add(path, "must be a string")
         return None
     if "\x00" in value:
-        check.violations.append(Violation(path, NUL_RULE))
+        check.add(path, NUL_RULE)
         return None
     if len(value) > limit:
         call.drop(path, f"cut to its first {limit} characters")
@@ -398,14 +387,14 @@ def parse_bulk_alert(entries: list[JSONObject]) -> ParsedCall:
         before = len(check.violations)
         title = _text(call, check, f"{path}.title", item.get("title"), ALERT_TITLE_MAX_CHARS)
         if not title and len(check.violations) == before:
-            check.violations.append(Violation(f"{path}.title", "must be a non-empty string"))
+            check.add(f"{path}.title", "must be a non-empty string")
         text = _text(call, check, f"{path}.text", item.get("text"), ALERT_TEXT_MAX_CHARS)
         level = item.get("level")
         if level not in ALERT_LEVELS:
-            check.violations.append(Violation(f"{path}.level", "must be one of info, warn, error"))
+            check.add(f"{path}.level", "must be one of info, warn, error")
         step = item.get("step")
         if step is not None and not is_step(step):
-            check.violations.append(Violation(f"{path}.step", f"{STEP_RULE}, or null"))
+            check.add(f"{path}.step", f"{STEP_RULE}, or null")
         if run is None or not title or not alert_id or level not in ALERT_LEVELS:
             continue
         run.alerts.append(ArenaAlert(alert_id, title, text, cast(AlertLevel, level), step))

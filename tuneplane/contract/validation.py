@@ -96,20 +96,25 @@ def json_problem(value: object, path: str) -> Violation | None:
 
 
 class FieldCheck:
-    """Collects the violations of one item of a batch, each named ``<path>.<field>``."""
+    """Collects the violations of a request, each named ``<path>.<field>`` (by ``field``
+    alone without a ``path``): the one collector every parser of a wire format uses."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str = "") -> None:
         self.path = path
         self.violations: list[Violation] = []
 
     def add(self, field: str, rule: str) -> None:
-        self.violations.append(Violation(f"{self.path}.{field}" if field else self.path, rule))
+        where = f"{self.path}.{field}" if self.path and field else field or self.path
+        self.violations.append(Violation(where, rule))
 
     def ident(self, item: Mapping[str, Any], key: str) -> str | None:
         """``item[key]`` when it is an ID, else None with the violation noted."""
-        value = item.get(key)
+        return self.id_at(key, item.get(key))
+
+    def id_at(self, field: str, value: object) -> str | None:
+        """``value`` when it is an ID, else None with the violation noted at ``field``."""
         problem = id_problem(value)
         if problem:
-            self.add(key, "required" if value is None else problem)
+            self.add(field, "required" if value is None else problem)
             return None
-        return value
+        return str(value)
