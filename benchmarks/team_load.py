@@ -263,8 +263,10 @@ def measure(engine: str, args: argparse.Namespace) -> dict[str, object]:
             future = sampler.run_in_executor(
                 None, _sample_server, server, time.monotonic() + args.duration + 5, peak
             )
+            client0 = time.process_time()
             wall = asyncio.run(_load(setup, tallies, updates))
             cpu = server.cpu_seconds() - cpu0
+            client_cpu = time.process_time() - client0
             sampler.run_until_complete(future)
             sampler.close()
             stored = _stored(server, key, tokens)
@@ -278,6 +280,8 @@ def measure(engine: str, args: argparse.Namespace) -> dict[str, object]:
         "wall_s": round(wall, 1),
         "server_cpu_pct": round(100 * cpu / wall),
         "server_peak_rss_mib": round(peak[0] / 1024),
+        "client_cpu_pct": round(100 * client_cpu / wall),
+        "load_average": Path("/proc/loadavg").read_text().split()[0],
         "points_per_s": round(sent_points / wall),
         "live_updates": sum(updates),
         "streams": len(updates),
