@@ -23,7 +23,7 @@ export class DiagnosisPanel {
     this.allowed = you?.logs ?? true;
     this.canRerun = Boolean(you?.write);
     this.onLine = onLine;
-    this.rerun = rerun;
+    this.rerunForm = rerun;
     this.run = null;
     this.diagnoses = [];
     this.picked = null;
@@ -106,7 +106,7 @@ export class DiagnosisPanel {
       ),
       this.error ? h("p", { class: "form-error", text: this.error }) : null,
       shown
-        ? diagnosisBody(shown, this.ref, this.run, this.onLine, this.rerun)
+        ? diagnosisBody(shown, this.ref, this.run, this.onLine, this.rerunForm)
         : h("p", {
             class: "diagnosis-none muted",
             text: this.pending() ? "No diagnosis yet: one is on its way." : "No diagnosis yet.",
