@@ -35,6 +35,7 @@ export class TrialInspector {
     this.title = h("h2", { class: "section-title" });
     this.protocol = h("p", { class: "muted protocol" });
     this.repeats = h("div", { class: "repeats", hidden: true });
+    this.notRun = h("div", { class: "not-run", hidden: true });
     this.filters = h("nav", { class: "outcome-filters", "aria-label": "filter by status" });
     this.rows = h("tbody");
     this.table = h(
@@ -67,6 +68,7 @@ export class TrialInspector {
         h("button", { type: "button", class: "secondary", text: "close", onclick: onClose }),
       ),
       this.protocol,
+      this.notRun,
       this.repeats,
       this.filters,
       h("div", { class: "trials-body" }, h("div", { class: "trials-list" }, this.table, h("div", { class: "pager" }, this.prev, this.where, this.nextButton)), this.history),
@@ -75,18 +77,40 @@ export class TrialInspector {
 
   start() {
     this.renderHead();
-    return Promise.all([this.loadPage(), this.trial ? this.loadHistory() : null, this.loadRepeats()]);
+    return Promise.all([this.loadPage(), this.trial ? this.loadHistory() : null, this.loadRound()]);
+  }
+
+  /** The round's own read: its planned trials never reported, and its repeats. */
+  async loadRound() {
+    const { project, run } = this.ref;
+    let read = null;
+    try {
+      read = await api.round(project, run, this.round.round_id, this.attempt);
+    } catch (error) {
+      console.warn("the round read failed; its repeats and trials not reported are not shown", error);
+    }
+    this.showNotRun(read?.planned_not_reported ?? null, read?.not_yet_reported?.value ?? null);
+    this.showRepeats(read?.repeats ?? null);
+  }
+
+  /** The planned trials without an outcome, by ID; where the declaration did not list them,
+   * that is said beside their count. */
+  showNotRun(notRun, count) {
+    const ids = notRun?.trial_ids;
+    this.notRun.hidden = !(ids?.length || (ids == null && notRun?.reason && count));
+    if (this.notRun.hidden) return;
+    if (ids == null) {
+      this.notRun.replaceChildren(h("span", { class: "muted", text: `${fmtInt(count)} planned trials not reported: ${notRun.reason}.` }));
+      return;
+    }
+    this.notRun.replaceChildren(
+      h("span", { class: "not-run-label", text: `Planned, never reported (${fmtInt(ids.length)}): ` }),
+      ...ids.flatMap((id, i) => [i ? ", " : null, h("code", { class: "not-run-id", text: id })]),
+    );
   }
 
   /** pass@k and the clustered interval, when the round's tasks ran more than once. */
-  async loadRepeats() {
-    const { project, run } = this.ref;
-    let repeats = null;
-    try {
-      repeats = (await api.round(project, run, this.round.round_id, this.attempt)).repeats;
-    } catch (error) {
-      console.warn("the round read failed; its repeats are not shown", error);
-    }
+  showRepeats(repeats) {
     this.repeats.hidden = !repeats;
     if (!repeats) return;
     const passes = repeats.pass_at.map(({ k, value, tasks }) =>

@@ -249,6 +249,43 @@ function countCell(key, count, open) {
   return h("td", { class: "num" }, h("button", { type: "button", class: "link transition-open", title: "list these trials", text: fmtInt(count), onclick: () => open(key) }));
 }
 
+const CHANGES = { added: "right only", removed: "left only", changed: "changed" };
+
+/** The recorded protocol settings keys that differ, when the settings digests do; where a
+ * side recorded none, or only a redacted value differs, that is said instead. */
+function settingsKeys(keys) {
+  if (!keys) return null;
+  const note = keys.reason ? h("p", { class: "muted settings-note", text: `${keys.reason[0].toUpperCase()}${keys.reason.slice(1)}.` }) : null;
+  if (!keys.differences.length) return h("div", { class: "settings-keys" }, note);
+  const shown = keys.total > keys.differences.length ? ` (the first ${fmtInt(keys.differences.length)} of ${fmtInt(keys.total)})` : "";
+  return h(
+    "div",
+    { class: "settings-keys" },
+    h("h3", { text: `Settings keys that differ${shown}` }),
+    h(
+      "table",
+      { class: "table settings-table" },
+      h("thead", {}, h("tr", {}, ["key", "", "left", "right"].map((label) => h("th", { text: label })))),
+      h(
+        "tbody",
+        {},
+        keys.differences.map((d) =>
+          h(
+            "tr",
+            { dataset: { path: d.path, change: d.change } },
+            h("td", {}, h("code", { text: d.path })),
+            h("td", { class: "muted", text: CHANGES[d.change] ?? d.change }),
+            h("td", {}, d.left == null ? h("span", { class: "muted", text: "—" }) : h("code", { text: d.left })),
+            h("td", {}, d.right == null ? h("span", { class: "muted", text: "—" }) : h("code", { text: d.right })),
+          ),
+        ),
+      ),
+    ),
+    keys.redacted.length ? h("p", { class: "muted", text: `Redacted, not compared: ${keys.redacted.join(", ")}.` }) : null,
+    note,
+  );
+}
+
 function renderMatched(answer, specs, open) {
   const moves = answer.transitions;
   const diff = answer.difference;
@@ -296,6 +333,7 @@ function renderMatched(answer, specs, open) {
             { class: "reasons" },
             diff.conditions.map((c) => h("li", { dataset: { code: c.code, side: c.side }, title: c.code, text: c.reason })),
           ),
+          settingsKeys(answer.settings_differences),
           h("p", {
             class: "muted",
             text: "A difference is shown only when the dataset, cohort, verifier and settings digests all match and both rounds are completely scored. The transitions above hold either way.",
