@@ -13,6 +13,8 @@ PAGES = [
     "/",
     "/projects/p",
     "/projects/p/runs/r",
+    "/projects/p/launch",
+    "/projects/p/launch/recipes/sft?from=r",
     "/compare?project=p&runs=a,b",
     "/reports",
     "/matched?left=p/a/r1&right=p/b/r1",
