@@ -2,18 +2,9 @@
 // a round is (run, execution attempt, round_id). A null attempt asks for the default, the
 // latest attempt that reported outcomes; every answer says which one it is.
 
-import { getJSON, runPath } from "../lib/api.js";
+import { getJSON, query, runPath } from "../lib/api.js";
 
 const enc = encodeURIComponent;
-
-function query(params) {
-  const q = new URLSearchParams();
-  for (const [key, value] of Object.entries(params)) {
-    if (value != null && value !== "") q.set(key, String(value));
-  }
-  const text = q.toString();
-  return text ? `?${text}` : "";
-}
 
 const roundPath = (project, run, round) => `${runPath(project, run)}/evaluation/${enc(round)}`;
 

@@ -23,17 +23,27 @@ export const csvUrl = (project, run) => `${runPath(project, run)}/export.csv`;
 export const runStreamUrl = (project, run) => `${runPath(project, run)}/stream`;
 export const logStreamUrl = (project, run) => `${runPath(project, run)}/logs/stream`;
 
-function query(params) {
+/**
+ * A query string ("?a=1&b=x", or "" for none) of the parameters that have a value: null,
+ * undefined and "" are left out.
+ * @param {Record<string, unknown>} params
+ */
+export function query(params) {
   const q = new URLSearchParams();
   for (const [key, value] of Object.entries(params)) {
-    if (value != null) q.set(key, String(value));
+    if (value != null && value !== "") q.set(key, String(value));
   }
   const text = q.toString();
   return text ? `?${text}` : "";
 }
 
-/** GET a JSON document; errors carry the API's message ({"error": {"message": ...}}). */
-export async function getJSON(path, { signal } = {}) {
+/**
+ * GET a path; an answer that is not a success is thrown as an ApiError with the API's
+ * message ({"error": {"message": ...}}).
+ * @param {string} path
+ * @param {{signal?: AbortSignal}} [options]
+ */
+async function get(path, { signal } = {}) {
   const response = await fetch(address(path), { signal, headers: { Accept: "application/json" } });
   if (!response.ok) {
     let message = `${response.status} ${response.statusText}`;
@@ -44,7 +54,16 @@ export async function getJSON(path, { signal } = {}) {
     }
     throw new ApiError(response.status, message);
   }
-  return response.json();
+  return response;
+}
+
+/**
+ * GET a JSON document; errors carry the API's message.
+ * @param {string} path
+ * @param {{signal?: AbortSignal}} [options]
+ */
+export async function getJSON(path, options = {}) {
+  return (await get(path, options)).json();
 }
 
 /**
@@ -76,17 +95,7 @@ export const projects = () => getJSON("/api/v1/projects");
 export const runs = (project) => getJSON(`${projectPath(project)}/runs`);
 /** A page of a project's runs found by a search (docs/api.md, "Searching runs"): {runs, total}. */
 export async function searchRuns(project, { q = null, sort = null, columns = null, limit = 200 } = {}) {
-  const path = `${projectPath(project)}/runs${query({ q: q || null, sort, columns: columns || null, limit })}`;
-  const response = await fetch(address(path), { headers: { Accept: "application/json" } });
-  if (!response.ok) {
-    let message = `${response.status} ${response.statusText}`;
-    try {
-      message = (await response.json()).error?.message ?? message;
-    } catch {
-      // not JSON: keep the status line
-    }
-    throw new ApiError(response.status, message);
-  }
+  const response = await get(`${projectPath(project)}/runs${query({ q, sort, columns, limit })}`);
   return { runs: await response.json(), total: Number(response.headers.get("X-Total-Count") ?? 0) };
 }
 export const run = (project, name) => getJSON(runPath(project, name));
@@ -105,17 +114,7 @@ export const logs = (project, name, after = 0, limit = 500) =>
 export const observations = (project, name, type = null, limit = null) =>
   getJSON(`${runPath(project, name)}/observations${query({ type, limit })}`);
 
-/** Evaluation rounds: counts, rates with intervals or reasons; state "unknown" if none. */
-export const evaluation = (project, name) => getJSON(`${runPath(project, name)}/evaluation`);
-const roundPath = (project, name, round) => `${runPath(project, name)}/evaluation/${enc(round)}`;
-/** One page of current outcomes by trial id: {trials, next}. */
-export const trials = (project, name, round, { status = null, after = null, limit = null } = {}) =>
-  getJSON(`${roundPath(project, name, round)}/trials${query({ status, after, limit })}`);
-/** A trial's retry history, current attempt first. */
-export const trialHistory = (project, name, round, trial) =>
-  getJSON(`${roundPath(project, name, round)}/trials/${enc(trial)}`);
-/** Matched evidence; each side is "project/run/round". */
-export const matched = (left, right) => getJSON(`/api/v1/evaluation/matched${query({ left, right })}`);
+// The evaluation reads are evaluation/api.js's, the trajectory reads trajectories/api.js's.
 
 // Point reads take x: another metric of the run, whose value at each bucket's last step the
 // server adds to the bucket (an x axis over that metric); null for the step.
@@ -144,7 +143,13 @@ export const groupPoints = (project, names, metric, { maxPoints, start = null, e
     `${projectPath(project)}/groups/points${query({ metric, runs: names.join(","), max_points: maxPoints, start, end, x })}`,
   );
 
-/** Buckets of one metric reduced by the server to at most maxPoints (within start..end). */
+/**
+ * Buckets of one metric reduced by the server to at most maxPoints (within start..end).
+ * @param {string} project
+ * @param {string} name
+ * @param {string} metric
+ * @param {{maxPoints: number, start?: number | null, end?: number | null, x?: string | null, signal?: AbortSignal}} options
+ */
 export async function points(project, name, metric, { maxPoints, start = null, end = null, x = null, signal }) {
   const body = await getJSON(
     `${runPath(project, name)}/points${query({ metric, max_points: maxPoints, start, end, x })}`,
@@ -160,7 +165,6 @@ export const page = {
   run: (project, name, search = "") => `/projects/${enc(project)}/runs/${enc(name)}${search}`,
   compare: (project, names, { groups = false } = {}) =>
     `/compare${query({ project, runs: names.join(","), groups: groups ? "1" : null })}`,
-  matched: (left = null, right = null) => `/matched${query({ left, right })}`,
   reports: (project, names = [], level = null) =>
     `/reports${query({ project, runs: names.length ? names.join(",") : null, level })}`,
 };

@@ -2,18 +2,9 @@
 // who may read the run may list, and pages of a body's messages, which need the content
 // permission. And the dashboard's own addresses for them.
 
-import { getJSON, runPath } from "../lib/api.js";
+import { getJSON, query, runPath } from "../lib/api.js";
 
 const enc = encodeURIComponent;
-
-function query(params) {
-  const q = new URLSearchParams();
-  for (const [key, value] of Object.entries(params)) {
-    if (value != null && value !== "") q.set(key, String(value));
-  }
-  const text = q.toString();
-  return text ? `?${text}` : "";
-}
 
 /** One page of index rows matching every filter: {items, next, total, total_is_lower_bound, steps}. */
 export const index = (project, run, filters) => getJSON(`${runPath(project, run)}/trajectories${query(filters)}`);
