@@ -144,3 +144,51 @@ def test_a_group_follows_its_runs_live_points(page: Page, seeded: Seeded) -> Non
         "(key) => window.__tuneplane.charts['train/loss'].runs[key] === 60", arg=key
     )
     assert charts(page)["train/loss"]["lastStep"][key] == 59
+
+
+def wait_group(page: Page, metric: str, key: str) -> None:
+    page.wait_for_function(
+        "([m, k]) => (window.__tuneplane.charts[m]?.runs ?? {})[k] > 0", arg=[metric, key]
+    )
+
+
+def test_a_group_marks_where_its_runs_were_nan_and_says_how_many_were_valid(
+    page: Page, seeded: Seeded
+) -> None:
+    runs = ["nan-a", "nan-b", "nan-c"]
+    for i, run in enumerate(runs):
+        token = start_sdk_run(seeded.base, seeded.admin_key, run)
+        renamed = httpx.patch(
+            f"{seeded.base}/api/v1/projects/{SDK_PROJECT}/runs/{run}",
+            json={"group": "nan-g"},
+            headers={"Authorization": f"Bearer {seeded.admin_key}"},
+        )
+        assert renamed.status_code == 200, renamed.text
+        values = [2.0 / (1 + step) + 0.05 * i for step in range(100)]
+        body: dict[str, object] = {
+            "series": [{"name": "train/loss", "steps": list(range(100)), "values": values}]
+        }
+        if run != "nan-a":  # two of the three diverge at step 50
+            body["invalid"] = [{"name": "train/loss", "steps": [50], "kinds": ["nan"]}]
+        post_scalars(seeded.base, token, body)
+    key = f"group:{SDK_PROJECT}/nan-g"
+    open_ready(page, f"/compare?project={SDK_PROJECT}&runs={','.join(runs)}&groups=1")
+    wait_group(page, "train/loss", key)
+    page.wait_for_function(
+        "(k) => window.__tuneplane.charts['train/loss'].marks?.[k] === 1", arg=key
+    )
+    chart = page.locator(LOSS)
+    badge = chart.locator(".badge.warn")
+    expect(badge).to_have_text("1 NaN/inf")
+    expect(badge).to_have_attribute("title", "NaN/±inf at step 50: nan")
+    # Under the cursor at step 50: the mean is of the one run still finite there.
+    over = chart.locator(".u-over")
+    box = over.bounding_box()
+    assert box is not None
+    group_row = chart.locator(".group-row")
+    for fraction in (0.495, 0.5, 0.505, 0.49, 0.51):
+        page.mouse.move(box["x"] + box["width"] * fraction, box["y"] + box["height"] / 2)
+        text = group_row.locator(".legend-raw").text_content() or ""
+        if "NaN" in text:
+            break
+    expect(group_row.locator(".legend-raw")).to_contain_text("mean of 1 of 3 runs (2 NaN/inf here)")

@@ -149,3 +149,35 @@ def test_bad_group_reads_are_named(api: TestClient) -> None:
     refused = api.get(GROUPS, params={"metric": "m", "runs": too_many, "max_points": 5})
     assert refused.status_code == 422
     assert refused.json()["error"]["details"][0]["field"] == "runs"
+
+
+def test_a_group_says_where_its_runs_reported_nan_or_infinity(api: TestClient) -> None:
+    for run in ("n1", "n2", "n3"):
+        make_run(api, run, "nans", {"train/loss": [1.0, 2.0, 3.0, 4.0]})
+    token = {"Authorization": f"Bearer {_attempt(api, 'n2')}"}
+    marks = {"invalid": [{"name": "train/loss", "steps": [1, 5], "kinds": ["nan", "inf"]}]}
+    assert api.post("/api/v1/ingest/scalars", json=marks, headers=token).status_code == 200
+    token = {"Authorization": f"Bearer {_attempt(api, 'n3')}"}
+    marks = {"invalid": [{"name": "train/loss", "steps": [1], "kinds": ["-inf"]}]}
+    assert api.post("/api/v1/ingest/scalars", json=marks, headers=token).status_code == 200
+    params: dict[str, str | int] = {"metric": "train/loss", "runs": "n1,n2,n3", "max_points": 50}
+    group = api.get(GROUPS, params=params).json()["groups"][0]
+    assert group["invalid"] == [
+        {"step": 1, "kind": "nan", "runs": ["n2", "n3"]},
+        {"step": 5, "kind": "inf", "runs": ["n2"]},
+    ]
+    # At step 1 only n1 holds a number: the mean is its value, of one run.
+    assert [(b["step_min"], b["n"], b["mean"]) for b in group["buckets"][:2]] == [
+        (0, 3, 1.0),
+        (1, 1, 2.0),
+    ]
+    zoomed = api.get(GROUPS, params={**params, "start": 2, "end": 3}).json()["groups"][0]
+    assert zoomed["invalid"] == []
+
+
+def _attempt(api: TestClient, run: str) -> str:
+    """A new attempt of ``run``: its ingest token."""
+    attempt = api.post(f"{PROJECT}/runs/{run}/attempts")
+    assert attempt.status_code == 201, attempt.text
+    token: str = attempt.json()["token"]
+    return token

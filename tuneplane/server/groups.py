@@ -43,8 +43,11 @@ def read_group_points(
     equal width; with ``x=<metric>``, equal parts of the range of that metric's values, each
     bucket placed at its value at the bucket's last step), and each cell gives the mean of
     the runs' values there, their min, max and population standard deviation, and ``n``, how
-    many runs have a point there. Runs without a group are listed under ``ungrouped``; runs
-    without the metric under their group's ``missing``; an unknown run is a 404."""
+    many runs have a point there. A group's ``invalid`` lists the steps in range at which
+    some of its runs reported NaN or an infinity (``runs``: which; ``kind``: the first's), so
+    a chart marks them on the mean line and says how many runs were valid there. Runs
+    without a group are listed under ``ungrouped``; runs without the metric under their
+    group's ``missing``; an unknown run is a 404."""
     names = parse_run_names(runs)
     with app_state(request).database.connect() as connection:
         members: dict[str, list[tuple[str, catalog.RunRow]]] = {}
@@ -74,6 +77,7 @@ def _group_json(
     found: list[str] = []
     missing: list[str] = []
     members: list[groups.Member] = []
+    marked: dict[int, list[tuple[str, str]]] = {}
     lo, hi = None, None
     for name, row in rows:
         metric_id = catalog.find_metric_id(connection, row.id, metric)
@@ -82,17 +86,30 @@ def _group_json(
             missing.append(name)
             continue
         found.append(name)
+        for step, kind in points.read_invalid(connection, metric_id):
+            marked.setdefault(step, []).append((name, kind))
         x_id = None if x is None else catalog.find_metric_id(connection, row.id, x)
         members.append(groups.Member(metric_id, x_id, row.created_at))
         lo = bounds[0] if lo is None else min(lo, bounds[0])
         hi = bounds[1] if hi is None else max(hi, bounds[1])
-    empty = {"group": group, "runs": found, "missing": missing, "downsampled": False}
+    empty = {
+        "group": group,
+        "runs": found,
+        "missing": missing,
+        "downsampled": False,
+        "invalid": [],
+    }
     if lo is None or hi is None:
         return {**empty, "total_points": 0, "buckets": []}
     start, end = steps
     lo, hi = max(lo, start if start is not None else lo), min(hi, end if end is not None else hi)
     if lo > hi:
         return {**empty, "total_points": 0, "buckets": []}
+    empty["invalid"] = [
+        {"step": step, "kind": marked[step][0][1], "runs": [name for name, _ in marked[step]]}
+        for step in sorted(marked)
+        if lo <= step <= hi
+    ]
     chart = groups.read_group(
         connection, members, lo=lo, hi=hi, max_points=max_points, over_x=x is not None
     )

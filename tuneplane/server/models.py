@@ -264,6 +264,14 @@ class GroupBucketOut(BaseModel):
     elapsed: float
 
 
+class GroupInvalidOut(BaseModel):
+    step: int
+    #: the first run's (in the order asked)
+    kind: str
+    #: the group's runs that reported NaN or an infinity at the step
+    runs: list[str]
+
+
 class GroupBuckets(BaseModel):
     group: str
     runs: list[str]
@@ -271,6 +279,8 @@ class GroupBuckets(BaseModel):
     downsampled: bool
     total_points: int
     buckets: list[GroupBucketOut]
+    #: steps where some of the group's runs reported NaN or an infinity
+    invalid: list[GroupInvalidOut]
 
 
 class GroupsDownsampled(BaseModel):

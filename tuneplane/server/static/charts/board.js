@@ -390,7 +390,8 @@ export class Board {
       aggregate: { key: group.key, runs: aggregate.body.runs.length, band: this.view.band, expanded },
     };
     const last = n ? { step: series.stepMax[n - 1], value: series.mean[n - 1] } : null;
-    return { run, t0: 0, series, invalid: [], last };
+    // Steps where some of its runs reported NaN/±inf: marked on the mean as a run's are.
+    return { run, t0: 0, series, invalid: aggregate.body.invalid ?? [], last };
   }
 
   /**

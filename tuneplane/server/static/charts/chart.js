@@ -84,10 +84,11 @@ export class Chart {
     const parts = entries.map((entry) => this.part(entry, view));
     // Every table drawn (the marks' steps are added below): the x scale spans them.
     const tables = parts.map((part) => part.table);
-    this.entries = entries.map(({ run, series, last }, i) => ({
+    this.entries = entries.map(({ run, series, last, invalid }, i) => ({
       run,
       series,
       last,
+      invalid,
       xs: parts[i].xs,
       raw: series.mean,
       smooth: parts[i].smoothed,
@@ -150,6 +151,8 @@ export class Chart {
       bands: this.drawn.bands.length,
       y,
       skipped: this.skipped,
+      // Per run key, the NaN/±inf marks placed on the x axis.
+      marks: Object.fromEntries(entries.filter((e) => e.invalid?.length).map((e) => [e.run.key, e.invalid.length])),
     });
   }
 

@@ -5,7 +5,8 @@
 // LAST_VALUES_RUNS runs only the runs' names then: a live point would change every value, and
 // each changed text costs the page layout and paint on every update for numbers nobody reads
 // twenty at a time. A group's row says which band is drawn, how many of its runs have a
-// point under the cursor, and has the button that shows or hides its runs.
+// point under the cursor (and how many reported NaN/inf there instead), and has the button
+// that shows or hides its runs.
 
 import { h } from "../lib/dom.js";
 import { fmtDuration, fmtInt, fmtNum, fmtTime } from "../lib/format.js";
@@ -152,7 +153,11 @@ function groupShown(entry, index, where, steps) {
       ? `± ${fmtNum(series.max[index] - series.mean[index])}`
       : `${fmtNum(series.min[index])} – ${fmtNum(series.max[index])}`;
   const mean = entry.smooth ? entry.smooth[index] : entry.raw[index];
-  const notes = [`mean of ${series.n[index]} of ${run.aggregate.runs} runs`, band];
+  // Runs whose value was NaN or ±inf in these steps: left out of the mean, said beside it.
+  const [a, b] = [series.stepMin[index], series.stepMax[index]];
+  const bad = new Set((entry.invalid ?? []).filter((s) => s.step >= a && s.step <= b).flatMap((s) => s.runs ?? []));
+  const valid = `mean of ${series.n[index]} of ${run.aggregate.runs} runs`;
+  const notes = [bad.size ? `${valid} (${bad.size} NaN/inf here)` : valid, band];
   if (entry.smooth) notes.push(`raw ${fmtNum(entry.raw[index])}`);
   return { value: fmtNum(mean), notes, where, steps };
 }

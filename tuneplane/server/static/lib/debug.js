@@ -1,6 +1,7 @@
 // window.__tuneplane: what the page has drawn, for the browser tests and the benchmark.
 //   charts[metric] = {runs: {<run key>: points drawn}, lastStep: {<run key>: step}, draws,
-//                     downsampled, bands, y: [min, max], skipped}
+//                     downsampled, bands, y: [min, max], skipped,
+//                     marks: {<run key>: NaN/±inf steps marked}}
 //   (draws counts the data given to the chart; skipped, the live draws that kept the canvas
 //   because nothing on it would move)
 //   ready: every chart in view has drawn its first data; updates: live updates applied
