@@ -79,6 +79,12 @@ def _visibility_of_existing(connection: Connection, project: str, visibility: Vi
     access.set_visibility(connection, project, visibility)
 
 
+def first_admin_wanted(database: Database) -> bool:
+    """Whether no account exists yet: the server prints a link to make the first."""
+    with database.connect() as connection:
+        return accounts.count_users(connection) == 0
+
+
 def public_projects_notice(database: Database) -> str | None:
     """One line for the server's start: how many projects anyone can read, and how to
     change that (projects from before accounts existed became public on upgrade)."""

@@ -152,6 +152,8 @@ def _lifespan(
             asyncio.create_task(diagnoses.check_language_model(state)),
             asyncio.create_task(launch.watch_jobs(state)),
             asyncio.create_task(trajectories.check_blob_store(state)),
+            # Live updates from and to the other server processes of a PostgreSQL database.
+            asyncio.create_task(state.live.run_forever(state.database)),
         ]
         if settings.trackio_import:  # Trackio databases in the data directory
             tasks.append(asyncio.create_task(trackio_import.import_on_start(state)))

@@ -44,6 +44,12 @@ class FirstAdmin:
     def spend(self) -> None:
         self._token = None
 
+    def share(self, token: str) -> None:
+        """Hold the token the other processes of this server hold instead of this one's own
+        (``tuneplane serve --workers``): any of them may answer the printed link."""
+        if self._token is not None:
+            self._token = token
+
 
 @dataclass(frozen=True, slots=True)
 class AppState:
