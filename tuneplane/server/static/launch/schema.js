@@ -17,7 +17,7 @@ function kindOf(property) {
 }
 
 /** The rules of a property in words: "integer, 1 to 64, required". */
-export function ruleText(property, required) {
+function ruleText(property, required) {
   const said = [Array.isArray(property.enum) ? `one of ${property.enum.map((v) => JSON.stringify(v)).join(", ")}` : String(property.type ?? "any")];
   const low = property.minimum ?? property.exclusiveMinimum;
   const high = property.maximum ?? property.exclusiveMaximum;
