@@ -16,6 +16,7 @@ import { comparePage, runPage } from "./pages/run.js";
 import { runsPage } from "./pages/runs.js";
 import { trajectoryPage } from "./pages/trajectory.js";
 
+/** @type {Array<[RegExp, (...parts: string[]) => Promise<void>]>} */
 const ROUTES = [
   [/^\/$/, () => projectsPage()],
   [/^\/projects\/([^/]+)\/?$/, (project) => runsPage(project)],

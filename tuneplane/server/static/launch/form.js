@@ -8,8 +8,8 @@
 import * as api from "../lib/api.js";
 import { flattenConfig, valueText } from "../lib/config.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
+import { signInHint } from "../lib/missing.js";
 import { address } from "../lib/root.js";
-import { signInHint } from "../pages/account.js";
 import { launchPage, preview, recipe as getRecipe, submit } from "./api.js";
 import { resourcesText } from "./recipes.js";
 import { failedRequestView, reportView } from "./report.js";

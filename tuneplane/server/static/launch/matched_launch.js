@@ -8,7 +8,7 @@
 import * as api from "../lib/api.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { select } from "../lib/forms.js";
-import { signInHint } from "../pages/account.js";
+import { signInHint } from "../lib/missing.js";
 import { launchPage, recipes } from "./api.js";
 import { failedRequestView, reportView } from "./report.js";
 import { schemaFields } from "./schema.js";

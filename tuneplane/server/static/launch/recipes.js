@@ -3,7 +3,7 @@
 
 import * as api from "../lib/api.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
-import { signInHint } from "../pages/account.js";
+import { signInHint } from "../lib/missing.js";
 import { launchPage, recipes } from "./api.js";
 import { schemaSummary } from "./schema.js";
 

@@ -229,6 +229,3 @@ export async function showSession() {
       : h("a", { href: `/sign-in?next=${next}`, class: "session", text: "sign in" }),
   );
 }
-
-// Where the pages that import it from here found it before it moved to lib/missing.js.
-export { signInHint } from "../lib/missing.js";

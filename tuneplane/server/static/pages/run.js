@@ -11,6 +11,7 @@ import { crumbs, empty, h, morph, mount } from "../lib/dom.js";
 import { chipsOf } from "../lib/runinfo.js";
 import { fmtInt } from "../lib/format.js";
 import { watchRuns } from "../lib/live.js";
+import { signInHint } from "../lib/missing.js";
 import { listParam, readView, writeView } from "../lib/url.js";
 import { ValidationView } from "../evaluation/validation.js";
 import { RolloutsView } from "../trajectories/rollouts.js";
@@ -20,7 +21,6 @@ import { DiagnosisPanel } from "../diagnosis/panel.js";
 import { LaunchPanel, launchRecord, rerunHref } from "../launch/runjobs.js";
 import { sharePanel } from "./access.js";
 import { managePanel } from "./runmanage.js";
-import { signInHint } from "./account.js";
 import { chartControls } from "./controls.js";
 import { alertStrip, compareHeader, runHeader, updateCompareRow } from "./runheader.js";
 
@@ -29,7 +29,7 @@ export function runPage(project, run) {
   return chartsPage([{ project, run }], { single: true });
 }
 
-export function comparePage() {
+export async function comparePage() {
   const params = new URLSearchParams(location.search);
   const project = params.get("project");
   const wanted = listParam(params.get("runs")).map((entry) => {
@@ -48,7 +48,7 @@ export function comparePage() {
     );
     return;
   }
-  return chartsPage(wanted, { single: false });
+  await chartsPage(wanted, { single: false });
 }
 
 /** Each wanted run's object, or a 404 error for one that does not exist. */

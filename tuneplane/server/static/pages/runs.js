@@ -6,12 +6,12 @@
 import * as api from "../lib/api.js";
 import { crumbs, debounce, empty, h, mount } from "../lib/dom.js";
 import { fmtAgo, fmtInt, fmtNum, fmtTime } from "../lib/format.js";
+import { noProjectPage } from "../lib/missing.js";
 import { address } from "../lib/root.js";
 import { configChips, healthBadge, statusBadge } from "../lib/runinfo.js";
 import { listParam, replaceParams } from "../lib/url.js";
 import { launchPage } from "../launch/api.js";
 import { accessHref } from "./access.js";
-import { signInHint } from "./account.js";
 import { alertsHref } from "./alerts.js";
 import { confirmDelete } from "./runmanage.js";
 
@@ -43,7 +43,7 @@ export async function runsPage(project) {
     found = await api.searchRuns(project, { ...state, columns: state.columns.join(",") });
   } catch (error) {
     if (error.status === 404) {
-      mount(empty(`No project named “${project}”.`, h("a", { href: "/", text: "All projects" }), await signInHint()));
+      await noProjectPage(project);
       return;
     }
     if (error.status !== 422) throw error;

@@ -10,13 +10,13 @@ import { copyField } from "../lib/clipboard.js";
 import { crumbs, empty, h, mount, serial } from "../lib/dom.js";
 import { fmtInt, fmtTime } from "../lib/format.js";
 import { watchRuns } from "../lib/live.js";
+import { signInHint } from "../lib/missing.js";
 import { address } from "../lib/root.js";
 import { pageHref } from "../trajectories/api.js";
 import { MessagesReader } from "../trajectories/reader.js";
 import { addressed, findRows } from "../trajectories/resolve.js";
 import { categoryLabel, policyText, rewardText } from "../trajectories/rollout.js";
 import { notesList, textNotes } from "../trajectories/text.js";
-import { signInHint } from "./account.js";
 
 const fact = (label, ...value) => h("div", { class: "fact" }, h("dt", { text: label }), h("dd", {}, ...value));
 
