@@ -158,6 +158,33 @@ def test_the_document_is_the_wire_contract_and_a_copy(world: tuple[str, Recorder
     }
 
 
+def test_timestamps_models_and_the_producers_totals_are_sent(
+    world: tuple[str, Recorder],
+) -> None:
+    url, recorder = world
+    stamped = [
+        {"role": "user", "content": "q", "timestamp": "2025-11-19T22:54:26.919Z"},
+        {
+            "role": "assistant",
+            "content": "a",
+            "model": "gpt-4o",
+            "timestamp": "2025-11-19T22:54:30",
+        },
+    ]
+    totals = {"input": 982, "output": 145, "cached": 0, "cost_usd": 0.0039}
+    with reporter(url) as r:
+        assert r.trajectory(
+            scope="evaluation", round_id="val", trial_id="q1", messages=stamped, metrics=totals
+        )
+        # Totals that break a rule are refused, never raised.
+        assert not r.trajectory(
+            scope="evaluation", round_id="val", trial_id="q2", messages=stamped, metrics=[1]
+        )
+        assert r.flush(10)
+    [document] = sent(recorder)
+    assert (document["messages"], document["metrics"]) == (stamped, totals)
+
+
 @pytest.mark.parametrize(
     "reward",
     [math.nan, -math.inf, np.float32("nan"), torch.tensor(float("inf")), np.float64("nan")],

@@ -433,13 +433,16 @@ class Reporter(ObservationCalls):
         reward_missing: Sequence[str] | None = None,
         collection_policy: str | int | None = None,
         consumption_policy: str | int | None = None,
+        metrics: Mapping[str, float] | None = None,
     ) -> bool:
         """Queue the messages of one evaluation trial (``scope="evaluation"``: ``round_id``,
         ``trial_id``, ``trial_attempt`` 0 unless given) or one training rollout
         (``scope="training"``: ``step``, ``trajectory_id``, and optionally ``diagnostic``
         ``failure``/``anomaly``/``low_reward``/``representative``, ``reward``, the reward
         functions that gave none (``reward_missing``), the ``collection_policy`` and
-        ``consumption_policy`` versions). Each message is a
+        ``consumption_policy`` versions). ``metrics`` are your producer's totals for the
+        whole conversation (``input``, ``output``, ``cached`` tokens, ``cost_usd``), when
+        it has them. Each message is a
         mapping with ``role`` and ``content`` (see docs/sdk.md); they are copied now.
 
         ``total_messages`` defaults to ``len(messages)`` and ``complete`` to whether they
@@ -469,6 +472,7 @@ class Reporter(ObservationCalls):
             "reward_missing": reward_missing,
             "collection_policy": collection_policy,
             "consumption_policy": consumption_policy,
+            "metrics": metrics,
         }
         try:
             prepared = prepare_trajectory(scope, messages, fields)

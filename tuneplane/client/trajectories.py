@@ -49,6 +49,7 @@ _OPTIONAL: Final = (
     "reward_missing",
     "collection_policy",
     "consumption_policy",
+    "metrics",
 )
 
 
@@ -151,6 +152,9 @@ def document(scope: object, messages: object, fields: Mapping[str, object]) -> d
         given["reward"], invalid = _reward(given["reward"])
         if invalid:
             given["reward_invalid"] = True
+    metrics = given.get("metrics")
+    if isinstance(metrics, Mapping):
+        given["metrics"] = dict(metrics)
     for name in ("step", "trial_attempt", "collection_policy", "consumption_policy"):
         if name in given:
             given[name] = step_value(given[name])
