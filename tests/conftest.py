@@ -15,6 +15,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from tests.s3 import CREDENTIALS, s3_server
+from tests.shared_fixtures import MISSING
 from tuneplane.server.app import create_app
 from tuneplane.server.settings import Secret, Settings
 from tuneplane.store.database import Database
@@ -36,6 +37,15 @@ SLOW_FIRST = (
     "tests/launch/test_slurm.py",
     "tests/launch/test_ray.py",
 )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How many tests did not run because the real fixtures are not beside the clone."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    missing = [report for report in skipped if MISSING in str(report.longrepr)]
+    if missing:
+        terminalreporter.write_sep("-", "real fixtures")
+        terminalreporter.write_line(f"{len(missing)} tests did not run: {MISSING}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO.parent / "shared" / "fixtures"
+from tests.shared_fixtures import FIXTURES
+
 DATAGEN = FIXTURES / "harbor" / "xdotli-harbor-datagen"
 GOLDEN = (
     FIXTURES / "atif" / "harbor-framework-harbor-via-xuanZH424-evolving-skills" / "tests" / "golden"

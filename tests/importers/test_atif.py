@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.importers.cohort import ASYNC, DATAGEN, GOLDEN, atif, make_trial
+from tests.shared_fixtures import real_fixture
 from tuneplane.contract.trajectories import parse_trajectory
 from tuneplane.importers.atif import read_conversation
 
@@ -37,6 +38,7 @@ def valid(messages: list[dict[str, object]]) -> None:
     assert parse_trajectory("t", document)[1] == []
 
 
+@real_fixture
 def test_openhands_v1_5_tool_calls_and_their_answers(tmp_path: Path) -> None:
     conversation, problems = read_conversation(
         golden(tmp_path, "openhands/hello-world.trajectory.json")
@@ -65,6 +67,7 @@ def test_openhands_v1_5_tool_calls_and_their_answers(tmp_path: Path) -> None:
     valid(messages)
 
 
+@real_fixture
 def test_terminus_v1_6_reasoning_and_observations_without_a_call(tmp_path: Path) -> None:
     conversation, _ = read_conversation(
         golden(tmp_path, "terminus_2/hello-world-invalid-json.trajectory.json")
@@ -80,6 +83,7 @@ def test_terminus_v1_6_reasoning_and_observations_without_a_call(tmp_path: Path)
     valid(conversation.messages)
 
 
+@real_fixture
 def test_a_continuation_is_joined_without_its_copied_context(tmp_path: Path) -> None:
     base = "terminus_2/hello-world-context-summarization-linear-history.trajectory"
     directory = golden(tmp_path, f"{base}.json", (f"{base}.cont-1.json", "trajectory.cont-1.json"))
@@ -128,6 +132,7 @@ def test_a_missing_continuation_a_loop_and_an_escape_are_problems(tmp_path: Path
     assert "leaves the trial directory" in read_conversation(escaping)[1][0].rule
 
 
+@real_fixture
 def test_the_real_claude_code_v1_2_trajectory_reads_whole() -> None:
     conversation, problems = read_conversation(DATAGEN / ASYNC)
     assert problems == []
@@ -234,6 +239,7 @@ def test_unknown_keys_of_content_parts_are_listed(tmp_path: Path) -> None:
     valid(conversation.messages)
 
 
+@real_fixture
 def test_the_real_goldens_have_no_unknown_keys(tmp_path: Path) -> None:
     for number, name in enumerate(sorted(p.name for p in GOLDEN.glob("*/*.trajectory.json"))):
         kind = next(GOLDEN.glob(f"*/{name}")).parent.name
@@ -279,6 +285,7 @@ def test_no_trajectory_is_no_conversation_and_a_broken_one_a_problem(tmp_path: P
     assert "is not JSON" in read_conversation(broken)[1][0].rule
 
 
+@real_fixture
 def test_the_real_claude_code_steps_keep_their_timestamps_and_models() -> None:
     conversation, _ = read_conversation(DATAGEN / ASYNC)
     assert conversation is not None
@@ -300,6 +307,7 @@ def test_the_real_claude_code_steps_keep_their_timestamps_and_models() -> None:
     valid(conversation.messages)
 
 
+@real_fixture
 def test_the_goldens_totals_are_the_last_files_final_metrics(tmp_path: Path) -> None:
     conversation, _ = read_conversation(
         golden(tmp_path / "a", "terminus_2/hello-world-timeout.trajectory.json")

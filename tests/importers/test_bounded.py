@@ -20,6 +20,7 @@ from tests.coordinator.cohort import write_plan as write_eval_plan
 from tests.importers.cohort import DATAGEN, ETL, plan, write_plan
 from tests.importers.lm_eval_runs import LMEH, STAMP
 from tests.importers.nemo_rl_logs import write_train_step
+from tests.shared_fixtures import real_fixture
 from tuneplane.contract import limits
 from tuneplane.coordinator.plan import load_eval_plan
 from tuneplane.importers.atif import read_conversation
@@ -244,6 +245,7 @@ def test_a_plan_from_a_pipe_is_read_up_to_its_limit(
         assert str(problems[0]) == f"{pipe}: {rule}"
 
 
+@real_fixture
 def test_a_gigabyte_import_stays_within_constant_memory(tmp_path: Path) -> None:
     """``tuneplane import harbor`` over a trial whose reward.txt, result.json and
     trajectory.json are each a sparse gigabyte refuses all three with little memory (the

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.importers.cohort import ASYNC, DATAGEN, DRAFT, ETL, make_trial, trial_result
+from tests.shared_fixtures import TWINS, real_fixture
 from tuneplane.importers.harbor import Evidence, map_outcome, read_attempt
 
 
@@ -24,30 +25,57 @@ def outcome(
     return mapped.status, mapped.reward, mapped.error_type
 
 
+#: The twin cohort: Harbor's files of trials of our own, one renamed after its run and
+#: one inside its job's directory.
+COHORT = TWINS / "harbor" / "cohort"
+RENAMED = COHORT / "log_rotation_race" / "renamed_2025-12-01"
+JOB = COHORT / "csv_dedupe" / "job_2025-12-01__10-30-00"
+
+
 @pytest.mark.parametrize(
-    ("directory", "task", "status", "reward"),
+    ("directory", "task", "status", "reward", "trial_name"),
     [
-        (ETL, "etl_checkpoint_resume_bug", "failure", 0.0),
-        (DRAFT, "draft_dp_96443054", "success", 1.0),
-        (ASYNC, "fix-async-worker-queue", "failure", 0.0),
+        pytest.param(
+            DATAGEN / ETL,
+            "etl_checkpoint_resume_bug",
+            "failure",
+            0.0,
+            "etl_checkpoint_resume_bug__cdwMJ5R",
+            marks=real_fixture,
+        ),
+        pytest.param(
+            DATAGEN / DRAFT, "draft_dp_96443054", "success", 1.0, None, marks=real_fixture
+        ),
+        pytest.param(
+            DATAGEN / ASYNC, "fix-async-worker-queue", "failure", 0.0, None, marks=real_fixture
+        ),
+        (RENAMED, "log_rotation_race", "failure", 0.0, "log_rotation_race__Hq2Zs8d"),
+        (JOB / "csv_dedupe__Vb7Kp1m", "csv_dedupe", "success", 1.0, None),
     ],
 )
 def test_the_fixtures_map_to_their_verdicts(
-    directory: str, task: str, status: str, reward: float
+    directory: Path, task: str, status: str, reward: float, trial_name: str | None
 ) -> None:
-    evidence, problems = read_attempt(DATAGEN / directory, task, "trials[0]")
+    evidence, problems = read_attempt(directory, task, "trials[0]")
     assert problems == []
     assert evidence.reward_file == "verifier/reward.txt"  # holding "0\n" or "1\n"
     assert (map_outcome(evidence).status, map_outcome(evidence).reward) == (status, reward)
     # Renamed after the run: the directory's name is not the trial's name.
-    if directory == ETL:
-        assert evidence.facts["trial_name"] == "etl_checkpoint_resume_bug__cdwMJ5R"
+    if trial_name is not None:
+        assert evidence.facts["trial_name"] == trial_name != directory.name
     assert evidence.facts["naive_timestamps"] is True
     assert evidence.facts["duration_seconds"] > 0
 
 
-def test_a_job_directory_is_not_a_trial() -> None:
-    _, problems = read_attempt(DATAGEN / Path(DRAFT).parent, "draft_dp_96443054", "trials[0]")
+@pytest.mark.parametrize(
+    ("directory", "task"),
+    [
+        pytest.param(DATAGEN / Path(DRAFT).parent, "draft_dp_96443054", marks=real_fixture),
+        (JOB, "csv_dedupe"),
+    ],
+)
+def test_a_job_directory_is_not_a_trial(directory: Path, task: str) -> None:
+    _, problems = read_attempt(directory, task, "trials[0]")
     assert len(problems) == 1
     assert "is a Harbor job's result.json; name a trial's directory" in str(problems[0])
 

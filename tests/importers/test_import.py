@@ -15,13 +15,13 @@ from tests.importers.cohort import (
     DATAGEN,
     DRAFT,
     ETL,
-    REPO,
     atif,
     make_trial,
     plan,
     trial_result,
     write_plan,
 )
+from tests.shared_fixtures import REPO, real_fixture
 from tuneplane.cli import main
 from tuneplane.contract.limits import TRAJECTORY_MAX_BYTES, TRAJECTORY_MAX_MESSAGES
 from tuneplane.importers.harbor_import import import_harbor
@@ -47,6 +47,7 @@ def fixture_import(tmp_path: Path, **options: Any) -> dict[str, Any]:
     ).document
 
 
+@real_fixture
 def test_the_fixtures_import_with_missing_coverage_and_no_text(tmp_path: Path) -> None:
     snapshot = fixture_import(tmp_path)
     assert snapshot["population"]["expected"] == 4
@@ -104,6 +105,7 @@ def test_the_same_inputs_make_the_same_round_and_changed_ones_a_new_round(tmp_pa
     )
 
 
+@real_fixture
 def test_event_ids_carry_the_execution_attempt(tmp_path: Path) -> None:
     snapshot = import_harbor(write_plan(tmp_path, plan(FIXTURE_TRIALS[:1])), str(DATAGEN))
     ids = [e["event_id"] for e in snapshot.observation_events(1)]
@@ -117,6 +119,7 @@ def test_event_ids_carry_the_execution_attempt(tmp_path: Path) -> None:
     }
 
 
+@real_fixture
 def test_a_snapshot_round_trips_and_an_edited_one_is_refused(tmp_path: Path) -> None:
     snapshot = import_harbor(
         write_plan(tmp_path, plan(FIXTURE_TRIALS)), str(DATAGEN), trace_limit=1
@@ -132,6 +135,7 @@ def test_a_snapshot_round_trips_and_an_edited_one_is_refused(tmp_path: Path) -> 
         check_snapshot("s.json", {"trials": []})
 
 
+@real_fixture
 def test_text_is_sampled_incomplete_and_in_task_repeat_retry_order(tmp_path: Path) -> None:
     snapshot = fixture_import(tmp_path, trace_limit=2)
     assert [(t["trial_id"], t["trial_attempt"]) for t in snapshot["trajectories"]] == [
@@ -292,6 +296,7 @@ def test_a_litellm_trajectory_refuses_an_import_with_text(tmp_path: Path) -> Non
 # -- the command ----------------------------------------------------------------------------
 
 
+@real_fixture
 def test_the_command_writes_a_snapshot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "snapshot.json"
     argv = [
@@ -366,6 +371,7 @@ def run_import(tmp_path: Path, out: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@real_fixture
 def test_an_out_file_in_a_missing_directory_is_refused_with_status_2(tmp_path: Path) -> None:
     out = tmp_path / "missing" / "snapshot.json"
     done = run_import(tmp_path, out)
@@ -376,6 +382,7 @@ def test_an_out_file_in_a_missing_directory_is_refused_with_status_2(tmp_path: P
     assert not out.parent.exists()
 
 
+@real_fixture
 def test_an_out_directory_is_refused_and_leaves_nothing_behind(tmp_path: Path) -> None:
     out = tmp_path / "snapshots"
     out.mkdir()
@@ -387,6 +394,7 @@ def test_an_out_directory_is_refused_and_leaves_nothing_behind(tmp_path: Path) -
     assert list(out.iterdir()) == []
 
 
+@real_fixture
 def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:
     snapshot = import_harbor(write_plan(tmp_path, plan(FIXTURE_TRIALS)), str(DATAGEN))
     taken = tmp_path / "taken"

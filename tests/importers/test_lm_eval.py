@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.importers.lm_eval_runs import LMEH, STAMP, record, results, sha, write_run
+from tests.shared_fixtures import TWINS, real_fixture
 from tuneplane.contract.trajectories import selection_rank
 from tuneplane.importers.lm_eval import SAMPLE_EVENT, TASK_EVENT, import_lm_eval, trial_id
 from tuneplane.importers.problems import ImportRefused
 from tuneplane.importers.snapshot import read_snapshot
-
-FIXTURE_SAMPLES = LMEH / f"samples_gsm8k_{STAMP}.jsonl"
 
 
 def only(path: Path, **options: Any) -> dict[str, Any]:
@@ -39,35 +39,70 @@ def refusal(path: Path) -> list[str]:
     return [str(problem) for problem in refused.value.problems]
 
 
-def test_the_fixture_is_one_round_of_1319_documents_three_reported(tmp_path: Path) -> None:
-    snapshot = only(LMEH)
+@dataclass(frozen=True)
+class CutRun:
+    """A run whose samples file was cut to a few documents, and what its import is."""
+
+    directory: Path
+    task: dict[str, str]
+    expected: int
+    checkpoint: str
+    verdicts: list[tuple[str, str, float]]
+    task_hash: str
+
+    @property
+    def samples(self) -> Path:
+        return next(self.directory.glob("samples_*.jsonl"))
+
+
+REAL = CutRun(
+    LMEH,
+    {"name": "gsm8k", "version": "3.0"},
+    1319,
+    "tinyllama",
+    [("doc-0", "failure", 0.0), ("doc-1", "failure", 0.0), ("doc-2", "failure", 0.0)],
+    "2330f4ebfcccaf66a892922df2819cdb1f118e448d076d3f42bdde4177678ac7",
+)
+#: The twin: lm_eval 0.4.8's files of a run of our own (arithmetic, a local model).
+TWIN = CutRun(
+    TWINS / "lm-eval" / "arithmetic",
+    {"name": "arithmetic_2dm", "version": "1.0"},
+    2000,
+    "qwen-tiny",
+    [("doc-0", "success", 1.0), ("doc-1", "failure", 0.0), ("doc-2", "success", 1.0)],
+    "66968361bfa0d27845c483fb3e8fa417a3d0cb2c9ed4b1b8be71ee7dd9ee297f",
+)
+
+
+@pytest.mark.parametrize(
+    "run", [pytest.param(REAL, marks=real_fixture, id="real"), pytest.param(TWIN, id="twin")]
+)
+def test_a_cut_run_is_one_round_of_its_documents_three_reported(run: CutRun) -> None:
+    snapshot = only(run.directory)
     population = snapshot["population"]
-    assert population["expected"] == 1319
-    assert population["task"] == {"name": "gsm8k", "version": "3.0"}
+    assert population["expected"] == run.expected
+    assert population["task"] == run.task
     assert "text_samples" not in population
     # The file was cut to 3 documents: which documents and targets make the population
     # cannot be attested, so those digests are missing, not made up.
     assert sorted(population["digests"]) == ["settings", "verifier"]
-    assert snapshot["round_id"].startswith("gsm8k-")
-    assert snapshot["checkpoint"] == {"name": "tinyllama"}
-    assert [(t["trial_id"], t["status"], t["reward"]) for t in snapshot["trials"]] == [
-        ("doc-0", "failure", 0.0),
-        ("doc-1", "failure", 0.0),
-        ("doc-2", "failure", 0.0),
-    ]
-    lines = [json.loads(line) for line in FIXTURE_SAMPLES.read_text().splitlines()]
+    assert snapshot["round_id"].startswith(f"{run.task['name']}-")
+    assert snapshot["checkpoint"] == {"name": run.checkpoint}
+    trials = [(t["trial_id"], t["status"], t["reward"]) for t in snapshot["trials"]]
+    assert trials == run.verdicts
+    lines = [json.loads(line) for line in run.samples.read_text().splitlines()]
     events = sample_events(snapshot)
-    for line in lines:
+    for line, (_, _, reward) in zip(lines, run.verdicts, strict=True):
         fields = events[trial_id(line["doc_id"])]
         for name in ("doc_hash", "prompt_hash", "target_hash"):
             assert fields[name] == line[name]
-        assert fields["exact_match,strict-match"] == 0.0
+        assert fields["exact_match,strict-match"] == reward
         # The cut file has no flexible-extract line: shown as missing.
         assert fields["missing"] == "filter flexible-extract"
     task = next(e["fields"] for e in snapshot["events"] if e["name"] == TASK_EVENT)
     assert task["verdict"] == "exact_match,strict-match"
-    assert task["task_hash"] == "2330f4ebfcccaf66a892922df2819cdb1f118e448d076d3f42bdde4177678ac7"
-    assert (task["n_samples_effective"], task["documents_with_records"]) == (1319, 3)
+    assert task["task_hash"] == run.task_hash
+    assert (task["n_samples_effective"], task["documents_with_records"]) == (run.expected, 3)
     # A cohort of more than 128 keeps 32 texts: all three are among them.
     assert [t["trial_id"] for t in snapshot["trajectories"]] == ["doc-0", "doc-1", "doc-2"]
     first = snapshot["trajectories"][0]
@@ -79,7 +114,7 @@ def test_the_fixture_is_one_round_of_1319_documents_three_reported(tmp_path: Pat
     assert sha(first["messages"][0]["content"]) == lines[0]["prompt_hash"]
     assert (first["capture_policy"], first["complete"]) == ("sampled", False)
     # The results file itself names the directory's one run too.
-    assert only(LMEH / f"results_{STAMP}.json") == snapshot
+    assert only(next(run.directory.glob("results_*.json"))) == snapshot
 
 
 def test_binary_values_decide_and_anything_else_is_kept_unscored(tmp_path: Path) -> None:

@@ -11,10 +11,12 @@ from tests.client.runs import PROJECT, Server
 from tests.importers.cohort import DATAGEN, plan, write_plan
 from tests.importers.jobs import job
 from tests.importers.test_import import FIXTURE_TRIALS
+from tests.shared_fixtures import real_fixture
 from tuneplane.contract.declared import canonical_digest
 from tuneplane.importers.snapshot import read_snapshot
 
 
+@real_fixture
 def test_an_import_names_its_never_run_trial_and_records_its_settings(
     server: Server, tmp_path: Path
 ) -> None:

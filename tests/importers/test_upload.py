@@ -15,6 +15,7 @@ from tests.importers.cohort import DATAGEN, make_trial, plan, trial_result, writ
 from tests.importers.jobs import body, events, job, rounds, trajectories, trials
 from tests.importers.lm_eval_runs import LMEH, record, results, write_run
 from tests.importers.test_import import FIXTURE_TRIALS
+from tests.shared_fixtures import real_fixture
 from tuneplane.contract.observations import CHECKPOINT_EVENT
 from tuneplane.importers.snapshot import read_snapshot
 
@@ -60,6 +61,7 @@ def assert_the_fixture_round_arrived(server: Server, run: str, out: Path, attemp
     assert [e["fields"]["checkpoint"] for e in checkpoint] == ["org/model@step-100"]
 
 
+@real_fixture
 def test_an_import_uploads_inside_tuneplane_run_and_again_adds_nothing(
     server: Server, tmp_path: Path
 ) -> None:
@@ -74,6 +76,7 @@ def test_an_import_uploads_inside_tuneplane_run_and_again_adds_nothing(
     assert "5 events (0 new, 5 already there), 2 trajectories" in second, second
 
 
+@real_fixture
 def test_outside_tuneplane_run_an_upload_says_to_run_it_there(tmp_path: Path) -> None:
     script, out = harbor_script(tmp_path, "--upload")
     command = shlex.split(
@@ -96,6 +99,7 @@ def test_outside_tuneplane_run_an_upload_says_to_run_it_there(tmp_path: Path) ->
     assert "under `tuneplane run" in upload.stderr
 
 
+@real_fixture
 def test_a_server_gone_mid_way_fails_the_upload_and_import_upload_completes_it(
     server: Server, tmp_path: Path
 ) -> None:
@@ -123,6 +127,7 @@ def test_a_server_gone_mid_way_fails_the_upload_and_import_upload_completes_it(
     assert_the_fixture_round_arrived(server, run, out, attempt=1)
 
 
+@real_fixture
 def test_the_retry_a_failed_upload_prints_lands_in_the_same_execution_attempt(
     server: Server, tmp_path: Path
 ) -> None:
@@ -152,6 +157,7 @@ def test_the_retry_a_failed_upload_prints_lands_in_the_same_execution_attempt(
     assert answer["execution_attempts"] == [1]
 
 
+@real_fixture
 def test_a_superseded_token_fails_the_upload_and_a_new_job_completes_it(
     server: Server, tmp_path: Path
 ) -> None:
@@ -178,6 +184,7 @@ def test_a_superseded_token_fails_the_upload_and_a_new_job_completes_it(
     assert_the_fixture_round_arrived(server, run, out, attempt=3)
 
 
+@real_fixture
 def test_lm_eval_uploads_after_lm_eval_in_the_same_job(server: Server, tmp_path: Path) -> None:
     run = f"lm-eval-upload-{tmp_path.name}"
     mine = write_run(
