@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Select, func, select, union
+from sqlalchemy import Connection, Select, func, literal, select, union
 
 from tuneplane.contract.limits import TRIAL_HISTORY_MAX
 from tuneplane.contract.observations import CHECKPOINT_EVENT, DIGEST_NAMES
@@ -230,12 +230,13 @@ def latest_checkpoints(connection: Connection, run_ids: list[int]) -> dict[int, 
         select(eval_rounds.c.run_id).where(eval_rounds.c.run_id.in_(run_ids)),
         select(round_tallies.c.run_id).where(round_tallies.c.run_id.in_(run_ids)),
     ).subquery()
+    # The name inline, not bound: so both engines' planners use the partial index
+    # ix_observations_checkpoints instead of every event of the run.
     newest = (
         select(func.max(observations.c.id))
         .where(
             observations.c.run_id.in_(select(evaluated.c.run_id)),
-            observations.c.type == "event",
-            observations.c.name == CHECKPOINT_EVENT,
+            observations.c.name == literal(CHECKPOINT_EVENT, literal_execute=True),
         )
         .group_by(observations.c.run_id)
     )

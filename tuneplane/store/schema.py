@@ -20,6 +20,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 metadata = MetaData()
@@ -206,6 +207,15 @@ observations = Table(
 
 # Health snapshots stay findable whatever the recent-event window holds.
 Index("ix_observations_run_type", observations.c.run_id, observations.c.type, observations.c.id)
+# Each run's latest evaluation/checkpoint event in one seek (the runs list's checkpoint).
+_CHECKPOINTS = text("name = 'evaluation/checkpoint'")
+Index(
+    "ix_observations_checkpoints",
+    observations.c.run_id,
+    observations.c.id,
+    sqlite_where=_CHECKPOINTS,
+    postgresql_where=_CHECKPOINTS,
+)
 
 # Evaluation population declarations: the first accepted wins. A round is (run, execution
 # attempt, round_id): a restarted execution declares and reports its own round.
