@@ -193,6 +193,13 @@ def test_messages_and_tool_calls_are_trajectories_redacted_first(logs: Path) -> 
     assert roles == ["system", "user", "assistant", "tool", "assistant"]
     call = kept["messages"][2]["tool_calls"][0]
     assert (call["name"], call["arguments"]) == ("add", {"x": 1, "y": 2})
+    assert [m.get("model") for m in kept["messages"]] == [
+        None,
+        None,
+        "mockllm/model",
+        None,
+        "mockllm/model",
+    ]
     tool = kept["messages"][3]
     assert (tool["tool_call_id"], tool["tool_name"]) == (call["id"], "add")
     assert (tool["content"], kept["messages"][4]["content"]) == ("<n>", "<n>")

@@ -4,7 +4,8 @@ Inspect keeps a sample's conversation as ``ChatMessage`` objects (``system``, ``
 ``assistant``, ``tool``). Content is a string or a list of parts: text parts are joined,
 reasoning parts become the message's ``reasoning``, and media or data parts are named, never
 copied (an image is often a data URI of megabytes): ``[image]``, ``[audio]``. An assistant's
-tool calls keep their ID, function and arguments; a tool message answers its call by ID and
+tool calls keep their ID, function and arguments, and its ``model`` the model that wrote
+it (Inspect records it from 0.3.x on); a tool message answers its call by ID and
 function, and a tool error is appended to its content. The import's redactor and cuts are
 applied afterwards (:func:`tuneplane.importers.text.kept_text`).
 """
@@ -58,6 +59,9 @@ def _message(message: Any) -> dict[str, Any]:
     converted: dict[str, Any] = {"role": message.role, "content": text}
     if reasoning:
         converted["reasoning"] = reasoning
+    model = getattr(message, "model", None) if message.role == "assistant" else None
+    if isinstance(model, str) and model:
+        converted["model"] = model
     if message.role == "assistant" and message.tool_calls:
         converted["tool_calls"] = [
             {"id": call.id, "name": call.function, "arguments": _arguments(call)}
