@@ -186,6 +186,7 @@ def test_every_environment_variable_the_client_reads_is_documented() -> None:
         settings.SPOOL_MAX_MB_VARIABLE,
         settings.SYSTEM_METRICS_VARIABLE,
         settings.MODE_VARIABLE,
+        settings.RUN_GROUP_VARIABLE,
         *datadir.DATA_DIR_VARIABLES,
     }
     # Nothing in the client names a variable that is not among them.
