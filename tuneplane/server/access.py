@@ -118,6 +118,7 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     # (previews, submissions) editors; a re-run's form reads the run it starts from.
     ("GET", "/projects/{project}/launch"): _READ,
     ("GET", "/projects/{project}/launch/recipes/{recipe}"): _READ,
+    ("GET", "/projects/{project}/launch/matched"): _READ,
     ("GET", "/compare"): Rule("view-instance"),
     ("GET", "/reports"): Rule("view-instance"),
     ("GET", "/matched"): Rule("view-instance"),
@@ -142,6 +143,7 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("GET", _RUN + "/export.csv"): _READ,
     ("GET", _RUN + "/stream"): _READ,
     ("GET", _RUN + "/observations"): _READ,
+    ("GET", _RUN + "/exports"): _READ,
     ("GET", _RUN + "/evaluation"): _READ,
     ("GET", _RUN + "/evaluation/{round_id}"): _READ,
     ("GET", _RUN + "/evaluation/{round_id}/trials"): _READ,
@@ -216,6 +218,10 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     ("POST", _API + "/launch"): Rule("write-run"),
     ("GET", _API + "/launch/jobs"): _READ,
     ("POST", _API + "/launch/jobs/{job_id}/cancel"): Rule("write-run"),
+    # Matched benchmark launches: as any launch; the pair's sides are read as its jobs are.
+    ("POST", _API + "/launch/matched/preview"): Rule("write-run"),
+    ("POST", _API + "/launch/matched"): Rule("write-run"),
+    ("GET", _API + "/launch/matched/{pair}"): _READ,
 }
 
 

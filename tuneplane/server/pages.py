@@ -247,6 +247,13 @@ def launch_form_page(request: Request, project: str, recipe: str) -> Response:
     return _page(request)
 
 
+@router.get("/projects/{project}/launch/matched")
+def matched_launch_page(request: Request, project: str) -> Response:
+    """Start matched benchmark evaluations of two runs (``?left=<run>&right=<run>``): one
+    export of each, one benchmark, an optional sample limit; check both, start each side."""
+    return _page(request)
+
+
 @router.get("/projects/{project}/runs/{run}")
 def run_page(request: Request, project: str, run: str) -> Response:
     """One run: every metric charted, live; Validation, Training rollouts, Events and Logs

@@ -5,6 +5,7 @@ import { empty, mount } from "./lib/dom.js";
 import { here } from "./lib/root.js";
 import { themeToggle } from "./lib/theme.js";
 import { launchFormPage } from "./launch/form.js";
+import { matchedLaunchPage } from "./launch/matched_launch.js";
 import { recipesPage } from "./launch/recipes.js";
 import { accessPage } from "./pages/access.js";
 import { alertsPage } from "./pages/alerts.js";
@@ -24,6 +25,7 @@ const ROUTES = [
   [/^\/projects\/([^/]+)\/alerts\/?$/, (project) => alertsPage(project)],
   [/^\/projects\/([^/]+)\/launch\/?$/, (project) => recipesPage(project)],
   [/^\/projects\/([^/]+)\/launch\/recipes\/([^/]+)\/?$/, (project, recipe) => launchFormPage(project, recipe)],
+  [/^\/projects\/([^/]+)\/launch\/matched\/?$/, (project) => matchedLaunchPage(project)],
   [/^\/projects\/([^/]+)\/runs\/([^/]+)\/?$/, (project, run) => runPage(project, run)],
   [/^\/projects\/([^/]+)\/runs\/([^/]+)\/trajectory\/?$/, (project, run) => trajectoryPage(project, run)],
   [/^\/compare\/?$/, () => comparePage()],

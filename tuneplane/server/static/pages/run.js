@@ -19,6 +19,7 @@ import { EventsView } from "../events/eventsview.js";
 import { LogView } from "../logs/logview.js";
 import { DiagnosisPanel } from "../diagnosis/panel.js";
 import { LaunchPanel, launchRecord, rerunHref } from "../launch/runjobs.js";
+import { ExportsPanel } from "../launch/exports.js";
 import { sharePanel } from "./access.js";
 import { managePanel } from "./runmanage.js";
 import { chartControls } from "./controls.js";
@@ -170,9 +171,13 @@ async function chartsPage(wanted, { single }) {
   // A launched run: its recipe, its parent, Re-run, and its jobs as the engine has them.
   const launch = single && launchRecord(found[0]) ? new LaunchPanel(refs[0], found[0], you) : null;
   launch?.follow(found[0]);
+  // The exports the run registered (tuneplane.register_export), when it has any.
+  const exportsPanel = single ? new ExportsPanel(refs[0]) : null;
+  exportsPanel?.follow(found[0]);
   const parts = [
     head,
     launch?.el,
+    exportsPanel?.el,
     share?.el,
     manage?.el,
     missing.length
@@ -256,6 +261,7 @@ async function chartsPage(wanted, { single }) {
       runs.set(ref.key, run);
       diagnosis?.follow(run);
       launch?.follow(run);
+      exportsPanel?.follow(run);
       // Without charts the page says how many alerts the run has: that count follows too.
       if (before?.alert_count !== run.alert_count && !board.metricNames().length) {
         noMetrics.replaceChildren(...emptyCharts(refs, runs, [], []));

@@ -11,6 +11,7 @@ import { address } from "../lib/root.js";
 import { configChips, healthBadge, statusBadge } from "../lib/runinfo.js";
 import { listParam, replaceParams } from "../lib/url.js";
 import { launchPage } from "../launch/api.js";
+import { matchedLaunchHref } from "../launch/matched_launch.js";
 import { accessHref } from "./access.js";
 import { alertsHref } from "./alerts.js";
 import { confirmDelete } from "./runmanage.js";
@@ -70,6 +71,8 @@ export async function runsPage(project) {
   const problem = h("p", { class: "notice error query-error", hidden: true });
   const compare = h("a", { class: "button", text: "Compare selected" });
   const reports = h("a", { class: "button secondary", text: "Alerts of selected" });
+  // Two runs' exports evaluated by one benchmark, each side its own job (launch/matched_launch.js).
+  const matchedLaunch = h("a", { class: "button secondary matched-launch-link", text: "Start matched benchmark evaluations" });
   const count = h("span", { class: "muted run-count" });
   const head = h("tr");
   const body = h("tbody");
@@ -79,6 +82,8 @@ export async function runsPage(project) {
     compare.toggleAttribute("aria-disabled", names.length < 2);
     compare.setAttribute("href", names.length >= 2 ? api.page.compare(project, names) : "#");
     reports.setAttribute("href", api.page.reports(project, names));
+    matchedLaunch.toggleAttribute("aria-disabled", names.length !== 2);
+    matchedLaunch.setAttribute("href", names.length === 2 ? matchedLaunchHref(project, names[0], names[1]) : "#");
   };
 
   const sortHeader = (label, field) => {
@@ -173,7 +178,7 @@ export async function runsPage(project) {
   mount(
     title,
     manage,
-    h("div", { class: "toolbar" }, filter, columnsInput, count, h("span", { class: "spacer" }), reports, compare),
+    h("div", { class: "toolbar" }, filter, columnsInput, count, h("span", { class: "spacer" }), reports, matchedLaunch, compare),
     problem,
     h("table", { class: "table runs" }, h("thead", {}, head), body),
   );
