@@ -2,7 +2,7 @@
 // exactly like a missing one to whoever may not see it (its reads answer 404), so a caller
 // who is not signed in is offered to sign in.
 
-import { session } from "./api.js";
+import { runs, session } from "./api.js";
 import { empty, h, mount } from "./dom.js";
 import { here } from "./root.js";
 
@@ -35,4 +35,20 @@ export async function signInHint() {
  */
 export async function noProjectPage(project, allHref = "/") {
   mount(empty(`No project named “${project}”.`, h("a", { href: allHref, text: "All projects" }), await signInHint()));
+}
+
+/**
+ * A project's runs (GET …/projects/{project}/runs), or null once the page of a missing
+ * project is shown (the read answered 404; any other failure is thrown).
+ * @param {string} project
+ * @param {string} [allHref] see noProjectPage
+ */
+export async function runsOrMissing(project, allHref = "/") {
+  try {
+    return await runs(project);
+  } catch (error) {
+    if (error.status !== 404) throw error;
+    await noProjectPage(project, allHref);
+    return null;
+  }
 }

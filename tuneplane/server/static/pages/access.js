@@ -8,7 +8,7 @@ import { copyField } from "../lib/clipboard.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { fmtTime } from "../lib/format.js";
 import { attempt, confirmBox, errorLine, select } from "../lib/forms.js";
-import { noProjectPage } from "../lib/missing.js";
+import { runsOrMissing } from "../lib/missing.js";
 import { here } from "../lib/root.js";
 
 const ROLES = ["owner", "editor", "viewer"];
@@ -20,14 +20,8 @@ export const accessHref = (project) => `/projects/${enc(project)}/access`;
 
 export async function accessPage(project) {
   crumbs([[project, api.page.project(project)], ["access", null]]);
-  let runs;
-  try {
-    runs = await api.runs(project);
-  } catch (error) {
-    if (error.status !== 404) throw error;
-    await noProjectPage(project);
-    return;
-  }
+  const runs = await runsOrMissing(project);
+  if (!runs) return;
   const me = await api.session();
   // What the caller may do, as the run list says; a project without runs does not say, so
   // the settings are asked for and a refusal means "not an owner".

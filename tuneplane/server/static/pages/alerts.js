@@ -7,7 +7,7 @@ import { webhooksPath } from "../alerts/common.js";
 import { webhooksSection } from "../alerts/webhooks.js";
 import * as api from "../lib/api.js";
 import { crumbs, h, mount } from "../lib/dom.js";
-import { noProjectPage } from "../lib/missing.js";
+import { runsOrMissing } from "../lib/missing.js";
 
 const enc = encodeURIComponent;
 /** The page's own address. */
@@ -30,14 +30,8 @@ async function webhooksIfEditor(project, you) {
 
 export async function alertsPage(project) {
   crumbs([[project, api.page.project(project)], ["alerts", null]]);
-  let runs;
-  try {
-    runs = await api.runs(project);
-  } catch (error) {
-    if (error.status !== 404) throw error;
-    await noProjectPage(project);
-    return;
-  }
+  const runs = await runsOrMissing(project);
+  if (!runs) return;
   const me = await api.session();
   const hooks = await webhooksIfEditor(project, runs[0]?.you ?? null);
   const editable = hooks !== null;

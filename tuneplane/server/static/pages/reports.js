@@ -7,7 +7,7 @@ import { LEVELS, alertCard } from "../lib/alerts.js";
 import { debug } from "../lib/debug.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { watchRuns } from "../lib/live.js";
-import { noProjectPage } from "../lib/missing.js";
+import { runsOrMissing } from "../lib/missing.js";
 import { listParam, withParam } from "../lib/url.js";
 import { REFRESH_MS } from "./runs.js";
 
@@ -21,16 +21,8 @@ export async function reportsPage() {
   const all = !names.length;
   crumbs([[project, api.page.project(project)], ["reports", null]]);
 
-  let runObjects;
-  try {
-    runObjects = await api.runs(project);
-  } catch (error) {
-    if (error.status === 404) {
-      await noProjectPage(project, "/reports");
-      return;
-    }
-    throw error;
-  }
+  const runObjects = await runsOrMissing(project, "/reports");
+  if (!runObjects) return;
   const known = new Map(runObjects.map((r) => [r.run, r]));
   const missing = names.filter((name) => !known.has(name));
   names = all ? runObjects.filter((r) => r.alert_count > 0).map((r) => r.run) : names.filter((n) => known.has(n));
