@@ -324,6 +324,11 @@ def test_rerun_is_prefilled_shows_its_changes_and_records_its_parent(
     assert (record["parameters"]["lr"], record["config"]) == (0.01, {"model": {"layers": 4}})
     parent.click()
     expect(page).to_have_url(f"{server.base}/projects/{PROJECT}/runs/original")
+    # The project's launch page lists its jobs, newest first, each linked to its run.
+    page.goto(f"/projects/{PROJECT}/launch")
+    jobs = page.locator("table.launched-jobs tbody tr")
+    expect(jobs.first.get_by_role("link")).to_have_text(child)
+    expect(jobs.filter(has_text="original").locator(".job-state")).to_have_text("succeeded")
 
 
 def test_a_diagnosis_offers_the_rerun_form(

@@ -1,10 +1,12 @@
 // "/projects/<project>/launch": the recipes this server launches, each with its engine,
-// resources and parameters, linking to its launch form for the project.
+// resources and parameters, linking to its launch form for the project; then the project's
+// launched jobs.
 
 import * as api from "../lib/api.js";
 import { crumbs, empty, h, mount } from "../lib/dom.js";
 import { signInHint } from "../lib/missing.js";
 import { launchPage, recipes } from "./api.js";
+import { jobsTable } from "./jobs.js";
 import { schemaSummary } from "./schema.js";
 
 /** "2 GPUs, 8 CPUs, 32 GB, 90 min": what a recipe asks its engine for. */
@@ -40,6 +42,8 @@ export async function recipesPage(project) {
       h("thead", {}, h("tr", {}, ["recipe", "kind", "engine", "resources", "parameters"].map((label) => h("th", { text: label })))),
       h("tbody", {}, listed.map((recipe) => recipeRow(project, recipe))),
     ),
+    h("h2", { text: "Jobs" }),
+    await jobsTable(project),
   );
 }
 
