@@ -6,8 +6,18 @@ import { address } from "./root.js";
 const SAFE_URL = /^(\/(?!\/)|\?|#)/;
 
 /**
+ * Children of an element (see h): text, nodes, nested lists; null, undefined and false are
+ * skipped.
+ * @typedef {string | number | Node | null | undefined | false | Child[]} Child
+ */
+
+/**
  * h("a", {href: "/x", class: "run"}, "text", child) -> an element.
  * Children may be strings (as text), nodes, arrays, or null/false (skipped).
+ * @param {string} tag
+ * @param {Record<string, any>} [props]
+ * @param {...Child} children
+ * @returns {any} the element (any: callers use the properties of its kind, an input's value)
  */
 export function h(tag, props = {}, ...children) {
   const el = document.createElement(tag);
@@ -25,7 +35,13 @@ export function h(tag, props = {}, ...children) {
   return el;
 }
 
-/** Append children (see h) to an element. */
+/**
+ * Append children (see h) to an element.
+ * @template {Element} E
+ * @param {E} el
+ * @param {...any} children see h
+ * @returns {E}
+ */
 export function add(el, ...children) {
   for (const child of children.flat(Infinity)) {
     if (child == null || child === false) continue;
@@ -80,14 +96,21 @@ function morphAttributes(el, fresh) {
   for (const { name } of [...el.attributes]) if (!fresh.hasAttribute(name)) el.removeAttribute(name);
 }
 
-/** A message that says what is missing, never a blank page. */
+/**
+ * A message that says what is missing, never a blank page.
+ * @param {string} title
+ * @param {...(string | Node | null)} detail paragraphs (text) or nodes
+ */
 export function empty(title, ...detail) {
   return h("div", { class: "empty" }, h("p", { class: "empty-title", text: title }), ...detail.map(
     (d) => (d instanceof Node ? d : h("p", { text: d })),
   ));
 }
 
-/** Replace the content of the page's main element. */
+/**
+ * Replace the content of the page's main element.
+ * @param {...Child} children
+ */
 export function mount(...children) {
   const main = document.getElementById("main");
   main.replaceChildren();
