@@ -2,9 +2,13 @@
 
 const INT = new Intl.NumberFormat("en-US");
 
+/** @param {number | bigint | null | undefined} n */
 export const fmtInt = (n) => (n == null ? "—" : INT.format(n));
 
-/** A metric value: 4 significant digits, exponent for very large or small magnitudes. */
+/**
+ * A metric value: 4 significant digits, exponent for very large or small magnitudes.
+ * @param {number | null | undefined} v
+ */
 export function fmtNum(v) {
   if (v == null) return "—";
   if (!Number.isFinite(v)) return String(v);
@@ -67,7 +71,10 @@ export function fmtStep(v) {
 
 const pad = (n) => String(n).padStart(2, "0");
 
-/** Local wall time: 2026-11-29 10:56:03. */
+/**
+ * Local wall time: 2026-11-29 10:56:03.
+ * @param {number | null | undefined} seconds since the epoch, as the API answers times
+ */
 export function fmtTime(seconds) {
   if (seconds == null) return "—";
   const d = new Date(seconds * 1000);
@@ -76,7 +83,10 @@ export function fmtTime(seconds) {
   )}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
 
-/** Elapsed seconds: 45s, 3m 05s, 2h 01m, 3d 04h. */
+/**
+ * Elapsed seconds: 45s, 3m 05s, 2h 01m, 3d 04h.
+ * @param {number | null | undefined} seconds
+ */
 export function fmtDuration(seconds) {
   if (seconds == null || !Number.isFinite(seconds)) return "—";
   const sign = seconds < 0 ? "-" : "";
@@ -91,7 +101,11 @@ export function fmtDuration(seconds) {
   return `${sign}${m}m ${pad(s % 60)}s`;
 }
 
-/** "3 min ago" relative to now. */
+/**
+ * "3 min ago" relative to now.
+ * @param {number | null | undefined} seconds since the epoch
+ * @param {number} [now]
+ */
 export function fmtAgo(seconds, now = Date.now() / 1000) {
   if (seconds == null) return "never";
   const age = Math.max(0, now - seconds);
