@@ -78,6 +78,7 @@ PRIVATE_REQUESTS: list[tuple[str, str, Any]] = [
     ("POST", _R + "/diagnoses", None),
     ("GET", _R + "/trajectories", None),
     ("GET", _R + "/trajectories/1", None),
+    ("GET", _R + "/trajectories/1/search?q=prompt", None),
     ("POST", _S + "/runs", {"run": "r3"}),
     ("POST", _R + "/attempts", None),
     ("GET", _S + "/access", None),
@@ -113,7 +114,7 @@ READS = {
 }
 LOGS = {("GET", _R + "/logs"), ("GET", _R + "/diagnoses")}
 #: Trajectory bodies: members with the content permission (and the administrator) only.
-BODIES = {("GET", _R + "/trajectories/1")}
+BODIES = {("GET", _R + "/trajectories/1"), ("GET", _R + "/trajectories/1/search?q=prompt")}
 RUN_LEVEL_READS = {(m, p) for m, p in READS if "/runs/r1" in p or "runs=r1" in p} - {
     ("GET", _S + "/runs")
 }

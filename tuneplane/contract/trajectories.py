@@ -105,6 +105,8 @@ _METRICS_FIELDS: Final = (*_TOKEN_FIELDS, "cost_usd")
 _TIMESTAMP: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})?"
 )
+#: The longest text searched for within one trajectory.
+SEARCH_QUERY_MAX_CHARS: Final = 200
 TIMESTAMP_RULE: Final = (
     "must be an ISO 8601 date and time (2025-11-19T22:54:30.166Z; one without an offset "
     "is read as UTC)"
@@ -235,6 +237,13 @@ class _Check(FieldCheck):
             self.add(f"{where}{key}", problem)
             return None
         return value  # type: ignore[no-any-return]
+
+
+def search_query_problem(query: str | None) -> str | None:
+    """Why ``query`` cannot be searched for in a trajectory, or None."""
+    if query is None or not query.strip() or len(query) > SEARCH_QUERY_MAX_CHARS:
+        return f"required: the text to find, 1-{SEARCH_QUERY_MAX_CHARS} characters, not all spaces"
+    return None
 
 
 def parse_timestamp(value: object) -> datetime | None:

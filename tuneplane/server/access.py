@@ -158,6 +158,7 @@ RULES: Final[dict[tuple[str, str], Rule]] = {
     # the content permission; owners delete them early.
     ("GET", _RUN + "/trajectories"): _READ,
     ("GET", _RUN + "/trajectories/{trajectory}"): Rule("read-trajectory-body"),
+    ("GET", _RUN + "/trajectories/{trajectory}/search"): Rule("read-trajectory-body"),
     ("DELETE", _RUN + "/trajectories"): Rule("manage-project"),
     # Diagnoses cite log lines: they are read as the logs are; editors ask for another.
     ("GET", _RUN + "/diagnoses"): Rule("read-logs"),

@@ -1,5 +1,6 @@
 """Trajectories: upload (ingest token), the index (anyone who may read the run), bodies
-(members with the ``content`` permission) and early deletion (owners).
+and the search within one (members with the ``content`` permission) and early deletion
+(owners).
 
 A body is in blob storage before its index row commits (store/trajectories.py says how
 nothing is lost track of on the way)."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 import zlib
+from dataclasses import asdict
 from typing import Annotated, Any
 
 import orjson
@@ -28,7 +30,15 @@ from tuneplane.contract.limits import (
     TRAJECTORY_PAGE_DEFAULT,
     TRAJECTORY_PAGE_MAX,
 )
-from tuneplane.contract.trajectories import CATEGORIES, SCOPES, digest, parse_trajectories
+from tuneplane.contract.trajectories import (
+    CATEGORIES,
+    SCOPES,
+    digest,
+    parse_trajectories,
+    search_query_problem,
+)
+from tuneplane.evaluation.alignment import first_failed_tool_call
+from tuneplane.evaluation.transcript import search, totals
 from tuneplane.server.auth import require_ingest_token
 from tuneplane.server.body import read_json
 from tuneplane.server.guard import GuardedRoute
@@ -54,6 +64,7 @@ Scope = Annotated[TokenScope, Depends(require_ingest_token)]
 Attempt = Annotated[int | None, Query(ge=1, le=2**31 - 1, description="execution attempt")]
 Count = Annotated[int | None, Query(ge=0, le=QUERY_INTEGER_MAX)]
 Step = Annotated[int | None, Query(ge=0, le=STEP_MAX)]
+TrajectoryId = Annotated[int, Path(ge=1, le=QUERY_INTEGER_MAX)]
 logger = logging.getLogger("tuneplane")
 
 
@@ -207,24 +218,19 @@ def list_trajectories(
     )
 
 
-def _messages(state: AppState, key: str) -> list[dict[str, Any]]:
-    document = orjson.loads(zlib.decompress(state.blobs.get(key)))
-    messages: list[dict[str, Any]] = document["messages"]
-    return messages
-
-
-def stored_messages(
+def stored_document(
     state: AppState, run_id: int, trajectory: int, where: str
-) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
-    """A trajectory's index answer and every message of its body (None when the body is
-    not retained, expired or deleted)."""
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A trajectory's index answer and its body's document (None when the body is not
+    retained, expired or deleted)."""
     with state.database.connect() as connection:
         row = get_row(connection, run_id, trajectory, where)
     answer = index_json(row, time.time())
     if answer["body"]["state"] != "stored":
         return answer, None
     try:
-        return answer, _messages(state, row.body_key)
+        document: dict[str, Any] = orjson.loads(zlib.decompress(state.blobs.get(row.body_key)))
+        return answer, document
     except BlobMissing:
         # Swept between the two reads? Then the row says so now; else it is lost.
         with state.database.connect() as connection:
@@ -236,22 +242,40 @@ def stored_messages(
         return answer, None
 
 
+def stored_messages(
+    state: AppState, run_id: int, trajectory: int, where: str
+) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+    """A trajectory's index answer and every message of its body (None when the body is
+    not retained, expired or deleted)."""
+    answer, document = stored_document(state, run_id, trajectory, where)
+    return answer, None if document is None else document["messages"]
+
+
+def _body_of(
+    request: Request, project: str, run: str, trajectory: int
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    state = app_state(request)
+    with state.database.connect() as connection:
+        run_id = catalog.get_run(connection, project, run).id
+    return stored_document(state, run_id, trajectory, f"{project}/{run}")
+
+
 @router.get(RUN + "/trajectories/{trajectory}")
 def read_trajectory(
     request: Request,
     project: str,
     run: str,
-    trajectory: Annotated[int, Path(ge=1, le=QUERY_INTEGER_MAX)],
+    trajectory: TrajectoryId,
     offset: Annotated[int, Query(ge=0, le=TRAJECTORY_MAX_MESSAGES)] = 0,
     limit: Annotated[int, Query(ge=1, le=TRAJECTORY_PAGE_MAX)] = TRAJECTORY_PAGE_DEFAULT,
 ) -> Response:
     """One trajectory's index row and a page of its messages (``offset``, ``limit``);
     ``messages`` is null when its body is not retained, expired or deleted (``body``
-    says which and since when)."""
-    state = app_state(request)
-    with state.database.connect() as connection:
-        run_id = catalog.get_run(connection, project, run).id
-    answer, messages = stored_messages(state, run_id, trajectory, f"{project}/{run}")
+    says which and since when). ``totals`` (tokens, time) and ``first_failed_tool_call``
+    are the whole body's, whichever the page."""
+    answer, document = _body_of(request, project, run, trajectory)
+    messages = None if document is None else document["messages"]
+    failed = None if messages is None else first_failed_tool_call(messages)
     page = None if messages is None else messages[offset : offset + limit]
     end = offset + limit
     return JSON(
@@ -261,6 +285,37 @@ def read_trajectory(
             "offset": offset,
             "limit": limit,
             "next_offset": end if messages is not None and end < len(messages) else None,
+            "totals": None if document is None else totals(document),
+            "first_failed_tool_call": None if failed is None else asdict(failed),
+        }
+    )
+
+
+@router.get(RUN + "/trajectories/{trajectory}/search")
+def search_trajectory(
+    request: Request,
+    project: str,
+    run: str,
+    trajectory: TrajectoryId,
+    q: str | None = None,
+) -> Response:
+    """Where ``q`` occurs (any case, as typed) in the trajectory's messages: ``matches``
+    lists each message field that holds it (``index``, ``field``, ``count``, a
+    ``snippet`` around the first occurrence), ``messages`` the indexes of the messages
+    with a match. Both are null when the body is not stored (``body`` says why)."""
+    problem = search_query_problem(q)
+    if problem is not None or q is None:
+        raise InvalidInput((Violation("q", problem or "required"),))
+    answer, document = _body_of(request, project, run, trajectory)
+    found = None if document is None else search(document["messages"], q)
+    return JSON(
+        {
+            "id": answer["id"],
+            "body": answer["body"],
+            "query": q,
+            "matches": found,
+            "messages": None if found is None else sorted({m["index"] for m in found}),
+            "occurrences": None if found is None else sum(m["count"] for m in found),
         }
     )
 

@@ -6,17 +6,10 @@
 import { h } from "../lib/dom.js";
 import { fmtInt } from "../lib/format.js";
 import { pageHref } from "../trajectories/api.js";
+import { FAILURE_RULES } from "../trajectories/finder.js";
 import { message } from "../trajectories/messages.js";
 import { NO_CONTENT_PERMISSION, notesList, textNotes } from "../trajectories/text.js";
 import { statusBadge } from "./figures.js";
-
-const RULES = {
-  marked: "the producer marked the result as an error",
-  traceback: "its text holds a Python traceback",
-  error_line: "its text starts with error, exception or fatal",
-  exit_code: "its text reports a nonzero exit code",
-  command_not_found: "its text says a command was not found",
-};
 
 /** The trajectory page of one side's trial (its current attempt). */
 export function sideHref(side, trialId, outcome) {
@@ -62,7 +55,7 @@ function failedNote(failed) {
     "p",
     { class: "failed-call-note", dataset: { message: String(failed.message) } },
     h("a", { href: `#pair-${failed.message}`, text: `First failed tool call: ${call}, result #${failed.message + 1}` }),
-    h("span", { class: "muted", text: ` (${RULES[failed.rule] ?? failed.rule})` }),
+    h("span", { class: "muted", text: ` (${FAILURE_RULES[failed.rule] ?? failed.rule})` }),
   );
 }
 

@@ -17,6 +17,7 @@ import { MessagesReader } from "../trajectories/reader.js";
 import { addressed, findRows } from "../trajectories/resolve.js";
 import { categoryLabel, policyText, rewardText } from "../trajectories/rollout.js";
 import { notesList, textNotes } from "../trajectories/text.js";
+import { totalsFacts } from "../trajectories/totals.js";
 
 const fact = (label, ...value) => h("div", { class: "fact" }, h("dt", { text: label }), h("dd", {}, ...value));
 
@@ -61,9 +62,11 @@ class TrajectoryView {
     this.mayRead = mayRead;
     this.shown = undefined; // the signature of the row the reader shows
     this.head = h("div", { class: "run-head trajectory-head" });
+    // The body's totals, from its first read (the index row does not have them).
+    this.totals = h("dl", { class: "facts trajectory-totals", hidden: true });
     this.notes = h("div");
     this.body = h("div");
-    this.el = h("div", { class: "trajectory" }, this.head, this.notes, this.body);
+    this.el = h("div", { class: "trajectory" }, this.head, this.totals, this.notes, this.body);
     this.refresh = serial(() => this.load());
   }
 
@@ -83,8 +86,13 @@ class TrajectoryView {
     if (signature === this.shown) return;
     this.shown = signature;
     this.body.replaceChildren();
+    this.totals.replaceChildren();
+    this.totals.hidden = true;
     if (row?.body.state !== "stored") return;
-    const reader = new MessagesReader(this.ref, row, this.mayRead);
+    const reader = new MessagesReader(this.ref, row, this.mayRead, (answer) => {
+      this.totals.replaceChildren(...totalsFacts(answer.totals, row));
+      this.totals.hidden = false;
+    });
     this.body.append(reader.el);
     await reader.start();
   }

@@ -13,6 +13,9 @@ export const index = (project, run, filters) => getJSON(`${runPath(project, run)
 export const body = (project, run, id, offset, limit) =>
   getJSON(`${runPath(project, run)}/trajectories/${enc(id)}${query({ offset, limit })}`);
 
+/** Where a text occurs in a body: {id, body, query, matches, messages, occurrences}. */
+export const search = (project, run, id, q) => getJSON(`${runPath(project, run)}/trajectories/${enc(id)}/search${query({ q })}`);
+
 /** What names one execution on the trajectory page, in the order it is written. */
 export const EVALUATION_KEYS = ["attempt", "round_id", "trial_id", "trial_attempt"];
 export const TRAINING_KEYS = ["attempt", "step", "trajectory_id"];
