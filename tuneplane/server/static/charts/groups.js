@@ -63,6 +63,5 @@ function groupSeries(body, band, relative) {
   // Always a band, even where it is as narrow as a line (one run there).
   series.downsampled = true;
   series.version = 1;
-  series.span = 1;
   return series;
 }
