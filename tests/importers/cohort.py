@@ -6,12 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.shared_fixtures import FIXTURES
+from tests.shared_fixtures import FIXTURES, TWINS
 
 DATAGEN = FIXTURES / "harbor" / "xdotli-harbor-datagen"
 GOLDEN = (
     FIXTURES / "atif" / "harbor-framework-harbor-via-xuanZH424-evolving-skills" / "tests" / "golden"
 )
+#: The twin cohort (tests/fixtures/harbor/cohort): a failed trial renamed after its run.
+TWIN_COHORT = TWINS / "harbor" / "cohort"
+TWIN_TRIAL = "log_rotation_race/renamed_2025-12-01"
+TWIN_TASK = "log_rotation_race"
 #: The fixtures' trial directories (two of them renamed after the run, as real ones are).
 ETL = "etl_checkpoint_resume_bug/example_runs/run_2025-11-19__14-39-23"
 DRAFT = (

@@ -8,10 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.importers.cohort import FIXTURES
+from tests.importers.cohort import FIXTURES, TWINS
 
 LMEH = FIXTURES / "lm-eval" / "containers-olot" / "tests" / "data" / "lmeh"
 STAMP = "2025-04-30T18-24-41.082644"
+#: The twin run (tests/fixtures/lm-eval/arithmetic): one task cut to three documents.
+TWIN_RUN = TWINS / "lm-eval" / "arithmetic"
+TWIN_STAMP = "2025-06-11T09-02-17.513208"
 
 
 def sha(text: str) -> str:

@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.coordinator.cohort import write_plan as write_eval_plan
-from tests.importers.cohort import DATAGEN, ETL, plan, write_plan
-from tests.importers.lm_eval_runs import LMEH, STAMP
+from tests.importers.cohort import TWIN_COHORT, TWIN_TASK, TWIN_TRIAL, plan, write_plan
+from tests.importers.lm_eval_runs import TWIN_RUN, TWIN_STAMP
 from tests.importers.nemo_rl_logs import write_train_step
-from tests.shared_fixtures import real_fixture
 from tuneplane.contract import limits
 from tuneplane.coordinator.plan import load_eval_plan
 from tuneplane.importers.atif import read_conversation
@@ -36,7 +35,6 @@ from tuneplane.importers.rollout_snapshot import read_all
 from tuneplane.importers.snapshot import Snapshot, write_snapshot
 
 GIB = 1 << 30
-ETL_TASK = "etl_checkpoint_resume_bug"
 
 
 def _refusals(read: Callable[[], object]) -> list[Problem]:
@@ -48,11 +46,11 @@ def _refusals(read: Callable[[], object]) -> list[Problem]:
 
 
 def _trial(tmp: Path) -> Path:
-    return Path(shutil.copytree(DATAGEN / ETL, tmp / "trial"))
+    return Path(shutil.copytree(TWIN_COHORT / TWIN_TRIAL, tmp / "trial"))
 
 
 def _attempt(tmp: Path) -> list[Problem]:
-    return read_attempt(tmp / "trial", ETL_TASK, "trials[0]")[1]
+    return read_attempt(tmp / "trial", TWIN_TASK, "trials[0]")[1]
 
 
 def _reward_json(tmp: Path) -> Path:
@@ -65,15 +63,15 @@ def _reward_json(tmp: Path) -> Path:
 def _lm_eval(tmp: Path, name: str) -> Path:
     run = tmp / "lmeh"
     run.mkdir()
-    for file in (f"results_{STAMP}.json", f"samples_gsm8k_{STAMP}.jsonl"):
-        shutil.copyfile(LMEH / file, run / file)
-    return run / name.format(STAMP)
+    for file in (f"results_{TWIN_STAMP}.json", f"samples_arithmetic_2dm_{TWIN_STAMP}.jsonl"):
+        shutil.copyfile(TWIN_RUN / file, run / file)
+    return run / name.format(TWIN_STAMP)
 
 
 def _snapshot(tmp: Path) -> Path:
-    attempt = {"retry": 0, "directory": ETL}
-    plan_file = write_plan(tmp, plan([{"task": ETL_TASK, "repeat": 0, "attempts": [attempt]}]))
-    write_snapshot(import_harbor(plan_file, str(DATAGEN)), str(tmp / "snapshot.json"))
+    attempt = {"retry": 0, "directory": TWIN_TRIAL}
+    plan_file = write_plan(tmp, plan([{"task": TWIN_TASK, "repeat": 0, "attempts": [attempt]}]))
+    write_snapshot(import_harbor(plan_file, str(TWIN_COHORT)), str(tmp / "snapshot.json"))
     return tmp / "snapshot.json"
 
 
@@ -131,7 +129,7 @@ KINDS = [
     Kind(
         "lm-eval samples",
         limits.IMPORT_LM_EVAL_SAMPLE_LINE_MAX_BYTES,
-        lambda tmp: _lm_eval(tmp, "samples_gsm8k_{}.jsonl"),
+        lambda tmp: _lm_eval(tmp, "samples_arithmetic_2dm_{}.jsonl"),
         lambda tmp: _refusals(lambda: read_run(str(tmp / "lmeh"))),
         per_line=True,
     ),
@@ -245,7 +243,6 @@ def test_a_plan_from_a_pipe_is_read_up_to_its_limit(
         assert str(problems[0]) == f"{pipe}: {rule}"
 
 
-@real_fixture
 def test_a_gigabyte_import_stays_within_constant_memory(tmp_path: Path) -> None:
     """``tuneplane import harbor`` over a trial whose reward.txt, result.json and
     trajectory.json are each a sparse gigabyte refuses all three with little memory (the
@@ -255,7 +252,9 @@ def test_a_gigabyte_import_stays_within_constant_memory(tmp_path: Path) -> None:
         with open(trial / name, "r+b") as handle:
             handle.truncate(GIB)
     attempt = {"retry": 0, "directory": "trial"}
-    plan_file = write_plan(tmp_path, plan([{"task": ETL_TASK, "repeat": 0, "attempts": [attempt]}]))
+    plan_file = write_plan(
+        tmp_path, plan([{"task": TWIN_TASK, "repeat": 0, "attempts": [attempt]}])
+    )
     command = [
         sys.executable,
         "-m",
