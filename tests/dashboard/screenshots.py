@@ -32,6 +32,7 @@ PAGES = {
         f"/compare?project={SDK_PROJECT}&runs={','.join([*SEEDS, BASELINE])}&groups=1&smooth=0.6",
         True,
     ),
+    "runs-groups.png": (f"/projects/{SDK_PROJECT}?q=group~qwen", True),
     "reports.png": (f"/reports?project={PROJECT}&runs=grpo-qwen-7#alert-slow-step-180", False),
     "logs.png": (f"/projects/{SDK_PROJECT}/runs/sdk-run?tab=logs", False),
     "validation.png": (

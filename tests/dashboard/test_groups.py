@@ -152,6 +152,39 @@ def wait_group(page: Page, metric: str, key: str) -> None:
     )
 
 
+def test_the_runs_page_charts_each_listed_group_as_one(page: Page, grouped: None) -> None:
+    page.goto(f"/projects/{SDK_PROJECT}?q=group~qwen")
+    panel = page.locator(".group-charts")
+    expect(panel).to_be_visible()
+    expect(panel.locator(".grouped-count")).to_have_text("1 group of 3 listed runs")
+    # The metric people come for first: the training loss.
+    expect(panel.get_by_label("group chart metric")).to_have_value("train/loss")
+    wait_group(page, "train/loss", GROUP_KEY)
+    chart = charts(page)["train/loss"]
+    assert set(chart["runs"]) == {GROUP_KEY}
+    assert chart["runs"][GROUP_KEY] == 400
+    assert chart["bands"] >= 1
+    group_row = panel.locator(f"{LOSS} .group-row")
+    expect(group_row.locator(".legend-label")).to_have_text(GROUP)
+    expect(group_row.locator(".legend-band")).to_have_text("mean, min\u2013max band")
+
+    # The group's runs, one click away.
+    group_row.get_by_role("button", name="show its 3 runs").click()
+    wait_keys(page, {GROUP_KEY, *(f"{SDK_PROJECT}/{run}" for run in SEEDS)})
+    expect(panel.locator(f"{LOSS} .member-row")).to_have_count(3)
+
+    # The ±std band and another metric, kept in the address.
+    panel.get_by_label("group chart band").select_option("std")
+    expect(group_row.locator(".legend-band")).to_have_text("mean ± std band")
+    panel.get_by_label("group chart metric").select_option("train/reward")
+    wait_group(page, "train/reward", GROUP_KEY)
+    expect(panel.locator('.chart[data-metric="train/reward"]')).to_be_visible()
+    assert (query_of(page)["gmetric"], query_of(page)["gband"]) == (["train/reward"], ["std"])
+    page.reload()
+    expect(page.get_by_label("group chart metric")).to_have_value("train/reward")
+    wait_group(page, "train/reward", GROUP_KEY)
+
+
 def test_a_group_marks_where_its_runs_were_nan_and_says_how_many_were_valid(
     page: Page, seeded: Seeded
 ) -> None:

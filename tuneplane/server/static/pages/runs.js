@@ -1,7 +1,8 @@
 // "/projects/<project>": the project's runs, searched, sorted and with chosen columns by
 // the server (q=, sort=, columns= in the address, as the API takes them); tick runs to
 // compare them; a run's group links to its listed runs compared, charted as one mean with a
-// band. The table refreshes itself every few seconds.
+// band, and below the table each group's chosen metric is charted so (rungroups.js). The
+// table refreshes itself every few seconds.
 
 import * as api from "../lib/api.js";
 import { crumbs, debounce, empty, h, mount } from "../lib/dom.js";
@@ -14,6 +15,7 @@ import { launchPage } from "../launch/api.js";
 import { matchedLaunchHref } from "../launch/matched_launch.js";
 import { accessHref } from "./access.js";
 import { alertsHref } from "./alerts.js";
+import { GroupCharts } from "./rungroups.js";
 import { confirmDelete } from "./runmanage.js";
 
 /** How often the projects and runs tables fetch themselves again. */
@@ -76,6 +78,8 @@ export async function runsPage(project) {
   const count = h("span", { class: "muted run-count" });
   const head = h("tr");
   const body = h("tbody");
+  // The listed runs' groups charted as one each, below the table.
+  const groupCharts = new GroupCharts(project);
 
   const sync = () => {
     const names = [...selected];
@@ -116,6 +120,7 @@ export async function runsPage(project) {
       const text = found.error ? "The filter is not understood." : "No run matches the filter.";
       body.append(h("tr", {}, h("td", { colspan: 11 + state.columns.length, class: "empty-cell", text })));
     }
+    groupCharts.show(found.runs).catch(() => {}); // the next refresh tries again
   };
 
   const load = async () => {
@@ -181,6 +186,7 @@ export async function runsPage(project) {
     h("div", { class: "toolbar" }, filter, columnsInput, count, h("span", { class: "spacer" }), reports, matchedLaunch, compare),
     problem,
     h("table", { class: "table runs" }, h("thead", {}, head), body),
+    groupCharts.el,
   );
   render();
   sync();
