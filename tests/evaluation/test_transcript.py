@@ -51,3 +51,10 @@ def test_search_is_literal_any_case_and_names_the_field() -> None:
     ]
     assert found[0]["snippet"] == {"before": "", "match": "a+b", "after": " and A+B"}
     assert [m["field"] for m in search(messages, "CALC")] == ["tool_calls[0].name", "tool_name"]
+
+
+def test_search_outside_ascii_matches_in_any_case_too() -> None:
+    messages = [{"role": "user", "content": "CAFÉ and café"}, {"role": "user", "content": "cafe"}]
+    (found,) = search(messages, "café")
+    assert (found["index"], found["count"], found["snippet"]["match"]) == (0, 2, "CAFÉ")
+    assert [m["index"] for m in search(messages, "CAFE")] == [1]

@@ -13,10 +13,11 @@ name and arguments (JSON as the page indents it).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
+
+import orjson
 
 from tuneplane.contract.trajectories import parse_timestamp
 
@@ -74,7 +75,8 @@ def _arguments(value: object) -> str:
     """Arguments as the page shows them: a string as is, anything else indented JSON."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    # orjson's two-space indent is JSON.stringify(value, null, 2)'s, at C speed.
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
 
 
 def _fields(message: Message) -> Iterator[tuple[str, str]]:
@@ -96,6 +98,19 @@ def _snippet(text: str, start: int, end: int) -> dict[str, str]:
     }
 
 
+def _occurrences(
+    text: str, pattern: re.Pattern[str], lowered: str | None
+) -> tuple[int, int, int] | None:
+    """``(count, start, end)`` of the first occurrence, or None. Between ASCII texts,
+    lowering both is the same match as the case-blind pattern, some ten times faster."""
+    if lowered is not None and text.isascii():
+        low = text.lower()
+        first = low.find(lowered)
+        return None if first == -1 else (low.count(lowered), first, first + len(lowered))
+    matches = list(pattern.finditer(text))
+    return (len(matches), matches[0].start(), matches[0].end()) if matches else None
+
+
 def search(messages: Sequence[Message], query: str) -> list[dict[str, Any]]:
     """One entry per message field that holds ``query`` (any case), in message order:
     ``{"index", "field", "count", "snippet": {"before", "match", "after"}}`` around
@@ -103,18 +118,19 @@ def search(messages: Sequence[Message], query: str) -> list[dict[str, Any]]:
     "content", "count": 2, "snippet": {"before": "Say ", "match": "HELLO", "after":
     ", hello"}}``."""
     pattern = re.compile(re.escape(query), re.IGNORECASE)
+    lowered = query.lower() if query.isascii() else None
     found: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         for field, text in _fields(message):
-            matches = list(pattern.finditer(text))
-            if matches:
-                first = matches[0]
+            where = _occurrences(text, pattern, lowered)
+            if where is not None:
+                count, first, end = where
                 found.append(
                     {
                         "index": index,
                         "field": field,
-                        "count": len(matches),
-                        "snippet": _snippet(text, first.start(), first.end()),
+                        "count": count,
+                        "snippet": _snippet(text, first, end),
                     }
                 )
     return found
