@@ -9,6 +9,8 @@ server has one handler and one JSON error shape::
     TuneplaneError
     ├── MalformedRequest      400  body is not JSON / not an object
     ├── Unauthorized          401  missing or wrong credential
+    ├── Forbidden             403  the caller may not do this
+    │   └── IngestTokenRefused 403 an ingest token outside the ingest routes
     ├── NotFound              404  unknown project, run, metric or route
     ├── Conflict              409  e.g. a run's config cannot change
     │   └── AttemptSuperseded 409  a newer execution attempt of the run has started
@@ -63,6 +65,18 @@ class MalformedRequest(TuneplaneError):
 class Unauthorized(TuneplaneError):
     status = 401
     code = "unauthorized"
+
+
+class Forbidden(TuneplaneError):
+    status = 403
+    code = "forbidden"
+
+
+class IngestTokenRefused(Forbidden):
+    """An ingest token sent to a route outside ``/api/v1/ingest/``: its own code, so a
+    client can tell a misplaced token from a caller who lacks a permission."""
+
+    code = "ingest_token"
 
 
 class NotFound(TuneplaneError):

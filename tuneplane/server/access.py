@@ -40,7 +40,7 @@ from tuneplane.contract.access import (
     decide,
 )
 from tuneplane.contract.environment import API_KEY_PREFIX
-from tuneplane.contract.errors import NotFound, TuneplaneError, Unauthorized
+from tuneplane.contract.errors import Forbidden, NotFound, Unauthorized
 from tuneplane.server.auth import bearer
 from tuneplane.server.state import app_state
 from tuneplane.store import access, accounts, credentials
@@ -238,11 +238,6 @@ def csrf_token(session_token: str) -> str:
     """The CSRF token of a session: derived from it, so nothing more is stored, and
     useless without the cookie it belongs to."""
     return hmac.new(session_token.encode(), b"tuneplane-csrf", hashlib.sha256).hexdigest()
-
-
-class Forbidden(TuneplaneError):
-    status = 403
-    code = "forbidden"
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tuneplane.contract.environment import INGEST_TOKEN_PREFIX
-from tuneplane.contract.errors import TuneplaneError, Unauthorized
+from tuneplane.contract.errors import IngestTokenRefused, TuneplaneError, Unauthorized
 from tuneplane.server.prefix import route_path
 from tuneplane.server.responses import error_response
 from tuneplane.server.state import app_state
@@ -24,11 +24,6 @@ from tuneplane.store.credentials import TokenScope
 from tuneplane.store.database import Database
 
 INGEST_PREFIX = "/api/v1/ingest/"
-
-
-class Forbidden(TuneplaneError):
-    status = 403
-    code = "ingest_token"
 
 
 class AmbiguousCredential(TuneplaneError):
@@ -104,7 +99,7 @@ class IngestTokenGuard:
             refusal: TuneplaneError | None = None
             try:
                 if carries_ingest_token(scope["headers"]):
-                    refusal = Forbidden(
+                    refusal = IngestTokenRefused(
                         f"authorization: ingest tokens only authorize {INGEST_PREFIX}* routes"
                     )
             except AmbiguousCredential as exc:

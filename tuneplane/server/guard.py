@@ -26,9 +26,8 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from tuneplane.contract.errors import TuneplaneError
+from tuneplane.contract.errors import Forbidden, TuneplaneError
 from tuneplane.server.access import (
-    Forbidden,
     Rule,
     check_csrf,
     check_origin,

@@ -8,10 +8,10 @@ from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
 from tuneplane.contract.access import KEY_SCOPES, KeyScope, may_mint
-from tuneplane.contract.errors import InvalidInput, Violation
+from tuneplane.contract.errors import Forbidden, InvalidInput, Violation
 from tuneplane.contract.ids import id_problem
 from tuneplane.contract.limits import ROW_ID_MAX
-from tuneplane.server.access import Forbidden, caller_of
+from tuneplane.server.access import caller_of
 from tuneplane.server.body import read_json
 from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.responses import JSON

@@ -27,7 +27,14 @@ from starlette.responses import Response
 from tuneplane.contract.access import Actor, decide
 from tuneplane.contract.arena import ArenaBatch
 from tuneplane.contract.environment import API_KEY_PREFIX
-from tuneplane.contract.errors import Conflict, InvalidInput, NotFound, Unauthorized, Violation
+from tuneplane.contract.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    Unauthorized,
+    Violation,
+)
 from tuneplane.contract.json_body import decode_json_body
 from tuneplane.contract.run_meta import RunMeta
 from tuneplane.contract.trackio import (
@@ -50,7 +57,7 @@ from tuneplane.contract.trackio import (
     run_key,
 )
 from tuneplane.contract.version import __version__
-from tuneplane.server.access import Forbidden, api_key_actor
+from tuneplane.server.access import api_key_actor
 from tuneplane.server.body import read_body
 from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.responses import JSON
