@@ -218,6 +218,28 @@ def test_stall_and_stale_heartbeat_are_found_by_the_periodic_check(
     assert sum(a["alert_id"].endswith("-resolved") for a in done) == 2
 
 
+def test_a_stall_after_a_late_final_status_s_end_is_withdrawn(api: TestClient) -> None:
+    """Points delivered late keep the time they were logged at, so a series of a run whose
+    final status has not yet arrived looks stalled; the status, with the time the run
+    ended, withdraws the stall that opened after that end (it was false)."""
+    assert api.post(P + "/runs", json={"run": "late"}).status_code in (200, 201)
+    token = {"Authorization": f"Bearer {api.post(P + '/runs/late/attempts').json()['token']}"}
+    rule(api, kind="stall", metric="reward", seconds=0.5)
+    logged = time.time()
+    body = {
+        "series": [{"name": "reward", "steps": [1], "values": [0.5]}],
+        "reported_at": {"steps": [1], "times": [logged]},
+    }
+    assert api.post("/api/v1/ingest/scalars", json=body, headers=token).status_code == 200
+    (stalled,) = wait_for(lambda: alerts(api, "late"))
+    assert stalled["title"].startswith("reward: no point for ")
+    ended = {"status": "succeeded", "exit_code": 0, "time": logged + 0.1}
+    assert api.post("/api/v1/ingest/status", json=ended, headers=token).status_code == 200
+    assert alerts(api, "late") == []
+    time.sleep(0.5)  # the periodic check does not open it again: the run has ended
+    assert alerts(api, "late") == []
+
+
 def _round(api: TestClient, token: dict[str, str], round_id: str, wins: int) -> None:
     events: list[dict[str, Any]] = [
         {"event_id": f"{round_id}-pop", "type": "population", "round_id": round_id,

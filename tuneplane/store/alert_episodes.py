@@ -190,7 +190,9 @@ def status_reported(connection: Connection, scope: TokenScope, report: StatusRep
     status that arrived late says when the attempt ended (``report.time``: after an outage,
     or replayed by ``tuneplane sync``), and the run's heartbeat was only quiet because it
     had ended: a stale-heartbeat episode opened after that is withdrawn (it was false), one
-    opened before is resolved at the end."""
+    opened before is resolved at the end. So is a stall: the points such an attempt delivers
+    late keep the time they were reported at, after which its series were quiet only
+    because it had ended."""
     set_status(connection, scope, report)
     if report.time is None or report.status not in TERMINAL_STATUSES:
         return []
@@ -202,21 +204,21 @@ def status_reported(connection: Connection, scope: TokenScope, report: StatusRep
     ended = connection.execute(
         select(attempts.c.ended_at).where(attempts.c.id == scope.attempt_id)
     ).scalar_one()
-    return _end_heartbeat_episodes(connection, scope.run_id, float(ended))
+    return _end_quiet_episodes(connection, scope.run_id, float(ended))
 
 
-def _end_heartbeat_episodes(connection: Connection, run_id: int, ended: float) -> list[Fired]:
+def _end_quiet_episodes(connection: Connection, run_id: int, ended: float) -> list[Fired]:
     watched = connection.execute(
-        select(alert_watches.c.rule_id, alert_watches.c.subject)
+        select(alert_watches.c.rule_id, alert_watches.c.subject, alert_rules.c.kind)
         .join(alert_rules, alert_rules.c.id == alert_watches.c.rule_id)
         .where(
             alert_watches.c.run_id == run_id,
             alert_watches.c.episode_id.is_not(None),
-            alert_rules.c.kind == "heartbeat",
+            alert_rules.c.kind.in_(("heartbeat", "stall")),
         )
     ).all()
     fired: list[Fired] = []
-    for rule_id, subject in watched:
+    for rule_id, subject, kind in watched:
         episode = _lock_watch(connection, rule_id, run_id, subject)
         if episode is None:
             continue
@@ -237,9 +239,8 @@ def _end_heartbeat_episodes(connection: Connection, run_id: int, ended: float) -
             continue
         alert_id = _resolve(connection, t, run_id, episode, ended)
         text = "the run had ended (its final status arrived late, with the time it ended)"
-        write_alerts(
-            connection, run_id, [ArenaAlert(alert_id, "resolved: heartbeat", text, "info", None)]
-        )
+        title = "resolved: heartbeat" if kind == "heartbeat" else f"resolved: {subject} stalled"
+        write_alerts(connection, run_id, [ArenaAlert(alert_id, title[:200], text, "info", None)])
         fired.append(Fired(alert_id, False, episode))
     return fired
 
