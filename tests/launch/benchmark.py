@@ -68,15 +68,16 @@ limit = {{ type = "integer", minimum = 1, maximum = 100000, default = 100 }}
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
-def write_benchmark(recipes: Path) -> None:
-    """The ``bench`` recipe and its source directory (script and task) in ``recipes``."""
+def write_benchmark(recipes: Path, engine: str = "local") -> None:
+    """The ``bench`` recipe on ``engine`` and its source directory (script and task) in
+    ``recipes``."""
     tasks = recipes / "bench" / "tasks"
     tasks.mkdir(parents=True)
     data = tasks / f"{TASK}.jsonl"
     data.write_text("".join(json.dumps(doc) + "\n" for doc in DOCS))
     (tasks / f"{TASK}.yaml").write_text(TASK_YAML.replace("{data}", str(data)))
     (recipes / "bench" / "bench_job.sh").write_text(JOB)
-    (recipes / "bench.toml").write_text(RECIPE)
+    (recipes / "bench.toml").write_text(RECIPE.replace('"local"', f'"{engine}"'))
 
 
 def tiny_model(where: Path, seed: int) -> Path:
