@@ -36,6 +36,9 @@ SLOW_FIRST = (
     "tests/launch/test_submit.py",
     "tests/launch/test_slurm.py",
     "tests/launch/test_ray.py",
+    # Real lm-eval jobs, two per matched pair (local and Slurm; local in Chromium).
+    "tests/launch/test_matched_launch.py",
+    "tests/dashboard/test_matched_launch.py",
 )
 
 
