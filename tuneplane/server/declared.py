@@ -70,7 +70,9 @@ def settings_differences(
             "(declared before they were recorded, by a producer that records none, or too "
             "large to record): only the digests are known to differ",
             "differences": [],
+            "total": 0,
             "redacted": [],
+            "verified": None,
         }
     a, b = (p for p in protocols if isinstance(p, dict))
     found = differences(a, b)
