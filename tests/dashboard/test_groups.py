@@ -189,14 +189,9 @@ def test_a_group_marks_where_its_runs_were_nan_and_says_how_many_were_valid(
     page: Page, seeded: Seeded
 ) -> None:
     runs = ["nan-a", "nan-b", "nan-c"]
+    tokens = grouped_runs(seeded, "nan-g", runs)
     for i, run in enumerate(runs):
-        token = start_sdk_run(seeded.base, seeded.admin_key, run)
-        renamed = httpx.patch(
-            f"{seeded.base}/api/v1/projects/{SDK_PROJECT}/runs/{run}",
-            json={"group": "nan-g"},
-            headers={"Authorization": f"Bearer {seeded.admin_key}"},
-        )
-        assert renamed.status_code == 200, renamed.text
+        token = tokens[run]
         values = [2.0 / (1 + step) + 0.05 * i for step in range(100)]
         body: dict[str, object] = {
             "series": [{"name": "train/loss", "steps": list(range(100)), "values": values}]
@@ -225,3 +220,34 @@ def test_a_group_marks_where_its_runs_were_nan_and_says_how_many_were_valid(
         if "NaN" in text:
             break
     expect(group_row.locator(".legend-raw")).to_contain_text("mean of 1 of 3 runs (2 NaN/inf here)")
+
+
+def grouped_runs(seeded: Seeded, group: str, runs: list[str]) -> dict[str, str]:
+    """New runs of ``group``, each with an attempt: their ingest tokens."""
+    tokens = {}
+    for run in runs:
+        tokens[run] = start_sdk_run(seeded.base, seeded.admin_key, run)
+        renamed = httpx.patch(
+            f"{seeded.base}/api/v1/projects/{SDK_PROJECT}/runs/{run}",
+            json={"group": group},
+            headers={"Authorization": f"Bearer {seeded.admin_key}"},
+        )
+        assert renamed.status_code == 200, renamed.text
+    return tokens
+
+
+def test_the_runs_page_s_group_charts_follow_new_points(page: Page, seeded: Seeded) -> None:
+    tokens = grouped_runs(seeded, "rows-g", ["rows-a", "rows-b"])
+    for token in tokens.values():
+        body = {"series": [{"name": "train/loss", "steps": list(range(50)), "values": [1.0] * 50}]}
+        post_scalars(seeded.base, token, body)
+    key = f"group:{SDK_PROJECT}/rows-g"
+    page.goto(f"/projects/{SDK_PROJECT}?q=group=rows-g")
+    wait_group(page, "train/loss", key)
+    assert charts(page)["train/loss"]["runs"][key] == 50
+    # Ten more steps of one run: the next refresh of the table brings them to the chart.
+    more = {"series": [{"name": "train/loss", "steps": list(range(50, 60)), "values": [2.0] * 10}]}
+    post_scalars(seeded.base, tokens["rows-a"], more)
+    page.wait_for_function(
+        "(key) => window.__tuneplane.charts['train/loss'].runs[key] === 60", arg=key, timeout=15_000
+    )

@@ -3,7 +3,8 @@
 // its groups drawn as one: …/groups/points), where a run's NaN/±inf is marked on the mean
 // and each group's runs are one click away ("show its N runs" in the legend, or the group's
 // link in the table). The metric and the band are in the address: gmetric= (repeated for
-// several charts) and gband=std.
+// several charts) and gband=std. Each refresh of the table brings the runs that changed (a
+// new point count or update time) into the charts, as a comparison's stream does.
 
 import { Board } from "../charts/board.js";
 import { groupMetrics } from "../charts/order.js";
@@ -36,6 +37,7 @@ export class GroupCharts {
     this.expand = [];
     this.signature = null;
     this.board = null;
+    this.seen = new Map(); // run -> what the table said of it last: the charts hold that
     this.names = [];
     this.metricSelect = h("select", { name: "gmetric", "aria-label": "group chart metric", onchange: () => this.choose([this.metricSelect.value]) });
     this.bandSelect = h(
@@ -57,7 +59,14 @@ export class GroupCharts {
   async show(runs) {
     const grouped = groupedRuns(runs);
     const signature = JSON.stringify(grouped.map((run) => [run.run, run.group]));
-    if (signature === this.signature) return;
+    const before = this.seen;
+    this.seen = new Map(grouped.map((run) => [run.run, `${run.point_count} ${run.updated_at}`]));
+    if (signature === this.signature) {
+      for (const ref of this.board?.refs ?? []) {
+        if (before.get(ref.run) !== this.seen.get(ref.run)) this.board?.update(ref);
+      }
+      return;
+    }
     this.signature = signature;
     this.board?.destroy();
     this.board = null;
