@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from fastapi import Request
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from tuneplane.contract.access import (
     ANONYMOUS,
@@ -44,7 +44,6 @@ from tuneplane.contract.errors import Forbidden, NotFound, Unauthorized
 from tuneplane.server.auth import bearer
 from tuneplane.server.state import app_state
 from tuneplane.store import access, accounts, credentials
-from tuneplane.store.schema import projects, runs
 
 SESSION_COOKIE: Final = "tuneplane_session"
 #: A share link opened in a browser (``POST /api/v1/share-session``): reads of its run only.
@@ -325,17 +324,6 @@ def check_origin(request: Request, *, required: bool = False) -> None:
         raise Forbidden(f"origin: must be this server's own, {own}, not {origin or 'none'}")
 
 
-def _run_id(connection: Connection, project: str, run: str | None) -> int | None:
-    if run is None:
-        return None
-    found: int | None = connection.execute(
-        select(runs.c.id)
-        .join(projects, projects.c.id == runs.c.project_id)
-        .where(projects.c.name == project, runs.c.name == run)
-    ).scalar()
-    return found
-
-
 def require(
     connection: Connection,
     actor: Actor,
@@ -347,7 +335,11 @@ def require(
     """Raise unless ``actor`` may do ``action`` on ``project`` (and ``run``). A project the
     actor may not read is reported as missing, exactly as one that does not exist. The
     facts read are kept in ``memo``, for the route's :func:`permissions`."""
-    run_id = _run_id(connection, project, run) if actor.credential == "share-link" else None
+    run_id = (
+        access.run_id_by_name(connection, project, run)
+        if run is not None and actor.credential == "share-link"
+        else None
+    )
     facts = access.project_facts(connection, actor, project, run_id)
     if memo is not None and facts is not None:
         memo[project] = facts
@@ -391,7 +383,7 @@ def decide_rule(connection: Connection, request: Request, actor: Actor, rule: Ru
     params = request.path_params
     if rule.action == "create-run":
         project = params["project"]
-        if _project_exists(connection, project):
+        if access.project_exists(connection, project):
             require(connection, actor, "write-run", project, memo=request.state.facts)
         else:
             _require_instance(actor, "create-project")
@@ -423,8 +415,3 @@ def _require_instance(actor: Actor, action: Action) -> None:
     if decision.status == 401:
         raise Unauthorized(f"authorization: {decision.reason}")
     raise Forbidden(decision.reason)
-
-
-def _project_exists(connection: Connection, project: str) -> bool:
-    found = connection.execute(select(projects.c.id).where(projects.c.name == project)).first()
-    return found is not None

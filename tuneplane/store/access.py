@@ -69,6 +69,21 @@ def readable_project_names(connection: Connection, actor: Actor) -> set[str] | N
     return set(connection.execute(query).scalars())
 
 
+def project_exists(connection: Connection, project: str) -> bool:
+    found = connection.execute(select(projects.c.id).where(projects.c.name == project)).first()
+    return found is not None
+
+
+def run_id_by_name(connection: Connection, project: str, run: str) -> int | None:
+    """The id of ``project``'s run ``run``, or None when there is none."""
+    found: int | None = connection.execute(
+        select(runs.c.id)
+        .join(projects, projects.c.id == runs.c.project_id)
+        .where(projects.c.name == project, runs.c.name == run)
+    ).scalar()
+    return found
+
+
 def find_project_id(connection: Connection, project: str) -> int:
     found = connection.execute(select(projects.c.id).where(projects.c.name == project)).first()
     if found is None:
