@@ -191,6 +191,9 @@ def test_bad_choices_are_refused_naming_the_field(server: Server, exports: dict[
     no_pair = server.http.post(MATCHED, json=body(left, right, side="left"))
     assert no_pair.status_code == 422
     assert [d["field"] for d in no_pair.json()["error"]["details"]] == ["pair"]
+    assert server.http.get(f"{MATCHED}/not-a-pair").status_code == 404
+    unstarted = server.http.get(f"{MATCHED}/matched-00000000").json()
+    assert (unstarted["finished"], unstarted["sides"]["left"]["job"]) == (False, None)
     assert not [j for j in server.jobs() if j["recipe"] == "bench" and "nope" in j["run"]]
 
 

@@ -13,11 +13,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from tuneplane.contract.errors import InvalidInput, NotFound, Violation
+from tuneplane.contract.ids import id_problem
 from tuneplane.contract.launch import LAUNCH_BODY_MAX_BYTES, LaunchInput
 from tuneplane.contract.matched_launch import (
     LIMIT_PARAMETER,
     MATCHED_CONFIG_KEY,
     MODEL_PARAMETER,
+    PAIR_PREFIX,
     PROTOCOL_COVERS,
     SIDES,
     MatchedInput,
@@ -154,6 +156,8 @@ def read_pair(request: Request, project: str, pair: str) -> Response:
     """The pair's two sides: each side's job (null until started) and the evaluation
     rounds its run reported; once both jobs succeeded, ``matched`` pairs their rounds by
     task, each with the address of its matched view."""
+    if id_problem(pair) is not None or not pair.startswith(PAIR_PREFIX):
+        raise NotFound(f"pair: {pair!r} is no pair's ID ({PAIR_PREFIX}…)")
     with app_state(request).database.connect() as connection:
         sides = {side: _side_state(connection, project, pair, side) for side in SIDES}
     finished = all(
