@@ -145,3 +145,23 @@ def test_the_group_comes_from_the_environment(server: Server) -> None:
     )  # fmt: skip
     assert runner.returncode == 0, runner.stderr
     assert server.run(runs[3])["group"] == "seeds"
+
+
+def test_init_mode_offline_journals_for_sync(server: Server, tmp_path: Path) -> None:
+    run = f"off-{uuid.uuid4().hex[:8]}"
+    spool = tmp_path / "spool"
+    code = f"""
+        import tuneplane
+        with tuneplane.init(project="{PROJECT}", name="{run}", mode="offline") as r:
+            r.log({{"m": 1.0}})
+        """
+    done = script(server, code, TUNEPLANE_SPOOL_DIR=str(spool), TUNEPLANE_MODE="online")
+    assert done.returncode == 0, done.stderr
+    assert f"journaling {PROJECT}/{run} offline" in done.stderr
+    assert len(list(spool.rglob("run.json"))) == 1
+    gone = httpx.get(
+        f"{server.base}/api/v1/projects/{PROJECT}/runs/{run}",
+        headers={"Authorization": f"Bearer {server.key}"},
+        timeout=10,
+    )
+    assert gone.status_code == 404
