@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from tuneplane.client.events import histogram
 from tuneplane.client.trajectories import EvaluationCaps
+from tuneplane.contract.declared import canonical_digest, recorded
 from tuneplane.contract.observations import TrialStatus
 
 
@@ -127,13 +129,23 @@ class ObservationCalls(ABC):
         task_name: str | None = None,
         task_version: str | None = None,
         event_id: str | None = None,
+        protocol: dict[str, Any] | None = None,
+        planned_trials: Sequence[str] | None = None,
     ) -> bool:
         """Queue the declaration of round ``round_id``: ``expected`` trials, and the
         lowercase hex SHA-256 digests of the dataset manifest, cohort, verifier and
         settings where known. The first declaration of a round wins; a changed population
         needs a new round ID. True when queued. With ``TUNEPLANE_JOB_VAL_UPLOAD_SAMPLES``
         set, the declaration carries it as the round's ``text_samples``, and this
-        reporter's ``trajectory()`` uploads the text of about that many of its trials."""
+        reporter's ``trajectory()`` uploads the text of about that many of its trials.
+
+        ``protocol`` (the evaluation settings, JSON-like) is recorded redacted when it
+        fits 8 KiB, and is what ``settings`` is taken over when no ``settings`` digest is
+        given: two rounds whose settings differ then name the keys that differ.
+        ``planned_trials`` (every planned trial ID, ``expected`` of them, at most 256) names
+        the trials never reported."""
+        if settings is None and protocol is not None:
+            settings = canonical_digest(protocol)
         digests = {
             name: digest
             for name, digest in (
@@ -154,6 +166,7 @@ class ObservationCalls(ABC):
                 "digests": digests,
                 "task": {k: v for k, v in task.items() if v is not None} or None,
                 "text_samples": self._caps.override,
+                **recorded(protocol, planned_trials, expected),
             }
         )
         if queued:
