@@ -15,6 +15,9 @@ from tests.importers.cohort import (
     DATAGEN,
     DRAFT,
     ETL,
+    TWIN_COHORT,
+    TWIN_TASK,
+    TWIN_TRIAL,
     atif,
     make_trial,
     plan,
@@ -47,16 +50,50 @@ def fixture_import(tmp_path: Path, **options: Any) -> dict[str, Any]:
     ).document
 
 
-@real_fixture
-def test_the_fixtures_import_with_missing_coverage_and_no_text(tmp_path: Path) -> None:
-    snapshot = fixture_import(tmp_path)
-    assert snapshot["population"]["expected"] == 4
+#: The twin cohort's trials: a failure renamed after its run, a success inside its job's
+#: directory, and a trial that never ran.
+TWIN_TRIALS = [
+    {"task": TWIN_TASK, "repeat": 0, "attempts": [{"retry": 0, "directory": TWIN_TRIAL}]},
+    {
+        "task": "csv_dedupe",
+        "repeat": 0,
+        "attempts": [
+            {"retry": 0, "directory": "csv_dedupe/job_2025-12-01__10-30-00/csv_dedupe__Vb7Kp1m"}
+        ],
+    },
+    {"task": "never_ran", "repeat": 0, "attempts": []},
+]
+
+
+@pytest.mark.parametrize(
+    ("root", "trials", "statuses"),
+    [
+        pytest.param(
+            DATAGEN,
+            FIXTURE_TRIALS,
+            {
+                "draft_dp_96443054-r0": "success",
+                "etl_checkpoint_resume_bug-r0": "failure",
+                "fix-async-worker-queue-r0": "failure",
+            },
+            marks=real_fixture,
+            id="real",
+        ),
+        pytest.param(
+            TWIN_COHORT,
+            TWIN_TRIALS,
+            {"csv_dedupe-r0": "success", "log_rotation_race-r0": "failure"},
+            id="twin",
+        ),
+    ],
+)
+def test_the_fixtures_import_with_missing_coverage_and_no_text(
+    tmp_path: Path, root: Path, trials: list[dict[str, Any]], statuses: dict[str, str]
+) -> None:
+    snapshot = import_harbor(write_plan(tmp_path, plan(trials)), str(root)).document
+    assert snapshot["population"]["expected"] == len(trials)
     assert snapshot["population"]["text_samples"] == 0
-    assert {t["trial_id"]: t["status"] for t in snapshot["trials"]} == {
-        "draft_dp_96443054-r0": "success",
-        "etl_checkpoint_resume_bug-r0": "failure",
-        "fix-async-worker-queue-r0": "failure",
-    }
+    assert {t["trial_id"]: t["status"] for t in snapshot["trials"]} == statuses
     assert all(t["eligible"] is False for t in snapshot["trials"])
     assert snapshot["trajectories"] == []
     assert snapshot["checkpoint"] == {"name": "org/model@step-100"}
