@@ -10,12 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from tests.client.runs import Server
 from tests.coordinator.venv import ROOT
+from tests.importers.jobs import job
 
 DIGESTS = {
     name: hashlib.sha256(name.encode()).hexdigest()
@@ -137,3 +140,19 @@ def read(out: Path, name: str) -> Any:
 
 def statuses(out: Path) -> dict[str, str]:
     return {t["trial_id"]: t["status"] for t in read(out, "snapshot.json")["trials"]}
+
+
+def uploaded_execution(
+    server: Server, harbor_python: Path, plan: Path, out: Path, run: str
+) -> dict[str, Any]:
+    """``tuneplane eval run --upload`` of ``plan`` into ``out``, inside a ``tuneplane run``
+    job of ``run`` on ``server``: the snapshot it wrote (and uploaded)."""
+    script = "$TUNEPLANE eval run " + shlex.join(
+        ["--plan", str(plan), "--out", str(out), "--upload"]
+    )
+    done = job(
+        server, run, script, TUNEPLANE_HARBOR_PYTHON=str(harbor_python), PYTHONPATH=str(ROOT)
+    )
+    assert done.returncode == 0, done.stderr
+    snapshot: dict[str, Any] = read(out, "snapshot.json")
+    return snapshot

@@ -5,15 +5,12 @@ rounds whose settings digests differ name the keys that differ, and its planned 
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 
 import pytest
 
 from tests.client.runs import PROJECT, Server
-from tests.coordinator.cohort import read, write_plan
-from tests.coordinator.venv import ROOT
-from tests.importers.jobs import job
+from tests.coordinator.cohort import uploaded_execution, write_plan
 
 pytestmark = pytest.mark.harbor
 
@@ -27,16 +24,8 @@ def test_two_protocols_name_their_differing_settings_keys(
         base.mkdir()
         plan = write_plan(base, ["hello-a", "world-b"], answers, step=step, deadline=deadline)
         run = f"eval-keys-{step}-{tmp_path.name}"
-        script = "$TUNEPLANE eval run " + shlex.join(
-            ["--plan", str(plan), "--out", str(base / "out"), "--upload"]
-        )
-        done = job(
-            sqlite_server, run, script,
-            TUNEPLANE_HARBOR_PYTHON=str(harbor_python), PYTHONPATH=str(ROOT),
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        population = read(base / "out", "snapshot.json")["population"]
-        sides[step] = (run, population)
+        snapshot = uploaded_execution(sqlite_server, harbor_python, plan, base / "out", run)
+        sides[step] = (run, snapshot["population"])
     (run_1, left), (run_2, right) = sides[1], sides[2]
     # What was hashed is recorded: the TrialConfig that ran, never the checkpoint.
     assert left["protocol"]["settings"]["trial_config"]["agent"]["kwargs"] == {"answers": {}}

@@ -21,6 +21,7 @@ from tests.coordinator.cohort import (
     eval_run,
     read,
     statuses,
+    uploaded_execution,
     write_plan,
     write_task,
 )
@@ -304,15 +305,8 @@ def test_two_checkpoints_of_one_protocol_compare_in_the_matched_view(
         base.mkdir()
         plan = write_plan(base, ["hello-a", "world-b"], answers, step=step)
         run = f"eval-ckpt-{step}-{tmp_path.name}"
-        script = "$TUNEPLANE eval run " + shlex.join(
-            ["--plan", str(plan), "--out", str(base / "out"), "--upload"]
-        )
-        done = job(
-            sqlite_server, run, script,
-            TUNEPLANE_HARBOR_PYTHON=str(harbor_python), PYTHONPATH=str(ROOT),
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        round_id = read(base / "out", "snapshot.json")["round_id"]
+        snapshot = uploaded_execution(sqlite_server, harbor_python, plan, base / "out", run)
+        round_id = snapshot["round_id"]
         found[step] = (run, round_id, rounds(sqlite_server, run)[round_id])
     (run_1, round_1, declared_1), (run_2, round_2, declared_2) = found[1], found[2]
     assert declared_1["digests"] == declared_2["digests"]
