@@ -2,8 +2,8 @@
 and the search within one (members with the ``content`` permission) and early deletion
 (owners).
 
-A body is in blob storage before its index row commits (store/trajectories.py says how
-nothing is lost track of on the way)."""
+The upload is one function of its own (server/trajectory_upload.py): a body is in blob
+storage before its index row commits."""
 
 from __future__ import annotations
 
@@ -33,7 +33,6 @@ from tuneplane.contract.limits import (
 from tuneplane.contract.trajectories import (
     CATEGORIES,
     SCOPES,
-    digest,
     parse_trajectories,
     search_query_problem,
 )
@@ -45,17 +44,9 @@ from tuneplane.server.guard import GuardedRoute
 from tuneplane.server.responses import JSON
 from tuneplane.server.state import AppState, app_state
 from tuneplane.server.sweeper import remove_bodies
+from tuneplane.server.trajectory_upload import upload_trajectories
 from tuneplane.store import catalog, sweeps
-from tuneplane.store.credentials import TokenScope, write_as
-from tuneplane.store.trajectories import (
-    Upload,
-    forget_keys,
-    new_body_key,
-    plan_batch,
-    record_pending,
-    record_unstored,
-    write_index,
-)
+from tuneplane.store.credentials import TokenScope
 from tuneplane.store.trajectory_reads import get_row, index_json, list_index, steps_with_rollouts
 
 router = APIRouter(prefix="/api/v1", tags=["trajectories"], route_class=GuardedRoute)
@@ -66,41 +57,6 @@ Count = Annotated[int | None, Query(ge=0, le=QUERY_INTEGER_MAX)]
 Step = Annotated[int | None, Query(ge=0, le=STEP_MAX)]
 TrajectoryId = Annotated[int, Path(ge=1, le=QUERY_INTEGER_MAX)]
 logger = logging.getLogger("tuneplane")
-
-
-def _upload(trajectory: Any) -> Upload:
-    body = trajectory.encoded()
-    return Upload(trajectory, body, digest(body), zlib.compress(body, 1))
-
-
-def _plan(state: AppState, scope: TokenScope, uploads: list[Upload]) -> list[int]:
-    with state.database.connect() as connection:
-        return plan_batch(connection, scope, uploads)
-
-
-def _put_all(state: AppState, uploads: list[Upload], keys: dict[int, str]) -> None:
-    for index, key in keys.items():
-        state.blobs.put(key, uploads[index].compressed)
-
-
-async def _discard(state: AppState, keys: list[str]) -> None:
-    """Delete bodies no row holds; what cannot be deleted now the sweeper deletes later."""
-    try:
-        for key in keys:
-            await run_in_threadpool(state.blobs.delete, key)
-        await state.database.write(forget_keys, keys)
-    except Exception as exc:  # the request's own error, if any, is the one to answer
-        logger.info("tuneplane: %d trajectory bodies left for the sweeper (%s)", len(keys), exc)
-
-
-async def _note_unstored(state: AppState, scope: TokenScope, uploads: list[Upload]) -> None:
-    """Count the batch on its rounds as not stored (the producer may give up on it)."""
-    try:
-        await state.database.write(
-            write_as, scope, record_unstored, scope, uploads, key=scope.run_id
-        )
-    except Exception as exc:  # the request's own error is the one to answer
-        logger.info("tuneplane: trajectories not stored could not be counted (%s)", exc)
 
 
 async def check_blob_store(state: AppState) -> None:
@@ -125,32 +81,7 @@ async def ingest_trajectories(request: Request, scope: Scope) -> Response:
     indexed without their text (the round's text cap chose other trials)."""
     batch = parse_trajectories(await read_json(request, INGEST_BODY_MAX_BYTES))
     state = app_state(request)
-    uploads = await run_in_threadpool(lambda: [_upload(t) for t in batch])
-    wanted = await run_in_threadpool(_plan, state, scope, uploads)
-    keys = {index: new_body_key(scope) for index in wanted}
-    written = list(keys.values())
-    try:
-        if keys:
-            await state.database.write(write_as, scope, record_pending, written, key=scope.run_id)
-            await run_in_threadpool(_put_all, state, uploads, keys)
-        outcome = await state.database.write(
-            write_as,
-            scope,
-            write_index,
-            scope,
-            uploads,
-            keys,
-            state.settings.trajectory_days,
-            key=scope.run_id,
-        )
-    except BaseException as exc:
-        if written:
-            await _discard(state, written)
-        if isinstance(exc, BlobStoreUnavailable):
-            await _note_unstored(state, scope, uploads)
-        raise
-    if outcome.unused_keys:
-        await _discard(state, outcome.unused_keys)
+    outcome = await upload_trajectories(state, scope, batch)
     if outcome.new or outcome.not_retained:
         state.live.notify(scope.run_id)
     return JSON(outcome.to_json())
