@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.importers.cohort import ASYNC, DATAGEN, GOLDEN, atif, make_trial
+from tests.importers.cohort import (
+    ASYNC,
+    DATAGEN,
+    GOLDEN,
+    TWIN_COHORT,
+    TWIN_TRIAL,
+    atif,
+    make_trial,
+)
 from tests.shared_fixtures import real_fixture
 from tuneplane.contract.trajectories import parse_trajectory
 from tuneplane.importers.atif import read_conversation
@@ -64,6 +72,25 @@ def test_openhands_v1_5_tool_calls_and_their_answers(tmp_path: Path) -> None:
     assert messages[5]["tool_call_id"] == "call_fake_1"
     assert messages[5]["tool_name"] == "str_replace_editor"
     assert messages[5]["content"].startswith("File created successfully")
+    valid(messages)
+
+
+def test_a_v1_5_twin_reads_its_tool_call_answer_times_and_models() -> None:
+    """The twin cohort's trajectory (ATIF v1.5, written here): the same rules as the
+    OpenHands golden's, on a conversation of our own."""
+    conversation, problems = read_conversation(TWIN_COHORT / TWIN_TRIAL)
+    assert problems == []
+    assert conversation is not None
+    assert conversation.schema_versions == ("ATIF-v1.5",)
+    messages = conversation.messages
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[1]["tool_calls"] == [
+        {"id": "call_1", "name": "bash", "arguments": {"command": "pytest -x -q"}}
+    ]
+    assert (messages[2]["tool_call_id"], messages[2]["tool_name"]) == ("call_1", "bash")
+    assert messages[2]["content"] == "1 failed, 3 passed"
+    assert {m.get("model") for m in messages if m["role"] == "assistant"} == {"claude-haiku-4-5"}
+    assert messages[0]["timestamp"] < messages[1]["timestamp"] < messages[3]["timestamp"]
     valid(messages)
 
 
