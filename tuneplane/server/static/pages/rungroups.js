@@ -38,6 +38,7 @@ export class GroupCharts {
     this.signature = null;
     this.board = null;
     this.seen = new Map(); // run -> what the table said of it last: the charts hold that
+    this.turn = 0; // the charts being made: a later making wins
     this.names = [];
     this.metricSelect = h("select", { name: "gmetric", "aria-label": "group chart metric", onchange: () => this.choose([this.metricSelect.value]) });
     this.bandSelect = h(
@@ -68,13 +69,27 @@ export class GroupCharts {
       return;
     }
     this.signature = signature;
+    try {
+      await this.draw(grouped);
+    } catch (error) {
+      this.signature = null; // the next refresh of the table tries again
+      this.charts.replaceChildren(h("p", { class: "notice error", text: `Could not chart the groups: ${error.message}` }));
+      throw error;
+    }
+  }
+
+  /** The charts of these grouped runs, made anew (a later call wins over one under way). */
+  async draw(grouped) {
+    const turn = ++this.turn;
     this.board?.destroy();
     this.board = null;
     this.el.hidden = grouped.length === 0;
     if (!grouped.length) return;
     const groups = new Set(grouped.map((run) => run.group)).size;
     this.count.textContent = `${groups} group${groups === 1 ? "" : "s"} of ${grouped.length} listed runs`;
-    this.names = await this.metricNames(grouped);
+    const names = await this.metricNames(grouped);
+    if (turn !== this.turn) return;
+    this.names = names;
     const chosen = this.metrics.filter((name) => this.names.includes(name));
     this.metrics = chosen.length ? chosen : this.names.slice(0, 1);
     this.metricSelect.replaceChildren(
