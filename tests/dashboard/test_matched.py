@@ -28,6 +28,10 @@ def test_incomplete_rounds_show_transitions_and_which_condition_failed(page: Pag
     assert transition(page, "unscored_to_scored") == "24"
     assert transition(page, "scored_to_unscored") == "0"
     assert transition(page, "unscored_both") == "0"
+    # That direction's count opens its trials, apart from the pass/fail transitions.
+    page.locator('tr[data-transition="unscored_to_scored"] .transition-open').click()
+    expect(page).to_have_url(re.compile(r"transition=unscored_to_scored"))
+    expect(page.locator(".transition-trials tbody tr[data-trial]")).to_have_count(24)
     assert transition(page, "missing_right") == "10"
     reasons = page.locator(".difference.withheld .reasons li")
     expect(reasons).to_have_text(
