@@ -44,12 +44,6 @@ FIXTURE_TRIALS = [
 ]
 
 
-def fixture_import(tmp_path: Path, **options: Any) -> dict[str, Any]:
-    return import_harbor(
-        write_plan(tmp_path, plan(FIXTURE_TRIALS)), str(DATAGEN), **options
-    ).document
-
-
 #: The twin cohort's trials: a failure renamed after its run, a success inside its job's
 #: directory, and a trial that never ran.
 TWIN_TRIALS = [
@@ -142,9 +136,8 @@ def test_the_same_inputs_make_the_same_round_and_changed_ones_a_new_round(tmp_pa
     )
 
 
-@real_fixture
 def test_event_ids_carry_the_execution_attempt(tmp_path: Path) -> None:
-    snapshot = import_harbor(write_plan(tmp_path, plan(FIXTURE_TRIALS[:1])), str(DATAGEN))
+    snapshot = import_harbor(write_plan(tmp_path, plan(TWIN_TRIALS[:1])), str(TWIN_COHORT))
     ids = [e["event_id"] for e in snapshot.observation_events(1)]
     assert len(set(ids)) == 3
     assert all(i.startswith("a1-import-") for i in ids)
@@ -156,10 +149,9 @@ def test_event_ids_carry_the_execution_attempt(tmp_path: Path) -> None:
     }
 
 
-@real_fixture
 def test_a_snapshot_round_trips_and_an_edited_one_is_refused(tmp_path: Path) -> None:
     snapshot = import_harbor(
-        write_plan(tmp_path, plan(FIXTURE_TRIALS)), str(DATAGEN), trace_limit=1
+        write_plan(tmp_path, plan(TWIN_TRIALS)), str(TWIN_COHORT), trace_limit=1
     )
     path = tmp_path / "snapshot.json"
     write_snapshot(snapshot, str(path))
@@ -172,12 +164,28 @@ def test_a_snapshot_round_trips_and_an_edited_one_is_refused(tmp_path: Path) -> 
         check_snapshot("s.json", {"trials": []})
 
 
-@real_fixture
-def test_text_is_sampled_incomplete_and_in_task_repeat_retry_order(tmp_path: Path) -> None:
-    snapshot = fixture_import(tmp_path, trace_limit=2)
+@pytest.mark.parametrize(
+    ("root", "trials", "sampled"),
+    [
+        pytest.param(
+            DATAGEN,
+            FIXTURE_TRIALS,
+            ["draft_dp_96443054-r0", "etl_checkpoint_resume_bug-r0"],
+            marks=real_fixture,
+            id="real",
+        ),
+        pytest.param(
+            TWIN_COHORT, TWIN_TRIALS, ["csv_dedupe-r0", "log_rotation_race-r0"], id="twin"
+        ),
+    ],
+)
+def test_text_is_sampled_incomplete_and_in_task_repeat_retry_order(
+    tmp_path: Path, root: Path, trials: list[dict[str, Any]], sampled: list[str]
+) -> None:
+    path = write_plan(tmp_path, plan(trials))
+    snapshot = import_harbor(path, str(root), trace_limit=2).document
     assert [(t["trial_id"], t["trial_attempt"]) for t in snapshot["trajectories"]] == [
-        ("draft_dp_96443054-r0", 0),
-        ("etl_checkpoint_resume_bug-r0", 0),
+        (trial_id, 0) for trial_id in sampled
     ]
     assert all(
         t["capture_policy"] == "sampled" and t["complete"] is False
@@ -333,26 +341,49 @@ def test_a_litellm_trajectory_refuses_an_import_with_text(tmp_path: Path) -> Non
 # -- the command ----------------------------------------------------------------------------
 
 
-@real_fixture
-def test_the_command_writes_a_snapshot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("root", "trials", "said"),
+    [
+        pytest.param(
+            DATAGEN,
+            FIXTURE_TRIALS,
+            ["4 planned trials, 3 with results (1 not yet reported)", "2 failure, 1 success"],
+            marks=real_fixture,
+            id="real",
+        ),
+        pytest.param(
+            TWIN_COHORT,
+            TWIN_TRIALS,
+            ["3 planned trials, 2 with results (1 not yet reported)", "1 failure, 1 success"],
+            id="twin",
+        ),
+    ],
+)
+def test_the_command_writes_a_snapshot(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    root: Path,
+    trials: list[dict[str, Any]],
+    said: list[str],
+) -> None:
     out = tmp_path / "snapshot.json"
     argv = [
         "import",
         "harbor",
         "--plan",
-        write_plan(tmp_path, plan(FIXTURE_TRIALS)),
+        write_plan(tmp_path, plan(trials)),
         "--root",
-        str(DATAGEN),
+        str(root),
         "--out",
         str(out),
         "--trace-limit",
         "1",
     ]
     assert main(argv) == 0
-    assert read_snapshot(str(out)).document["population"]["expected"] == 4
+    assert read_snapshot(str(out)).document["population"]["expected"] == len(trials)
     err = capsys.readouterr().err
-    assert "4 planned trials, 3 with results (1 not yet reported)" in err
-    assert "2 failure, 1 success" in err
+    for line in said:
+        assert line in err
 
 
 def test_the_command_names_every_problem_and_writes_nothing(
@@ -396,9 +427,9 @@ def test_the_example_plan_is_printed_by_the_installed_command(tmp_path: Path) ->
 
 
 def run_import(tmp_path: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    """The installed command, as people run it, importing the fixtures to ``out``."""
-    argv = ["import", "harbor", "--plan", write_plan(tmp_path, plan(FIXTURE_TRIALS))]
-    argv += ["--root", str(DATAGEN), "--out", str(out)]
+    """The installed command, as people run it, importing the twin cohort to ``out``."""
+    argv = ["import", "harbor", "--plan", write_plan(tmp_path, plan(TWIN_TRIALS))]
+    argv += ["--root", str(TWIN_COHORT), "--out", str(out)]
     return subprocess.run(
         [sys.executable, "-m", "tuneplane.cli", *argv],
         capture_output=True,
@@ -408,7 +439,6 @@ def run_import(tmp_path: Path, out: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@real_fixture
 def test_an_out_file_in_a_missing_directory_is_refused_with_status_2(tmp_path: Path) -> None:
     out = tmp_path / "missing" / "snapshot.json"
     done = run_import(tmp_path, out)
@@ -419,7 +449,6 @@ def test_an_out_file_in_a_missing_directory_is_refused_with_status_2(tmp_path: P
     assert not out.parent.exists()
 
 
-@real_fixture
 def test_an_out_directory_is_refused_and_leaves_nothing_behind(tmp_path: Path) -> None:
     out = tmp_path / "snapshots"
     out.mkdir()
@@ -431,9 +460,8 @@ def test_an_out_directory_is_refused_and_leaves_nothing_behind(tmp_path: Path) -
     assert list(out.iterdir()) == []
 
 
-@real_fixture
 def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:
-    snapshot = import_harbor(write_plan(tmp_path, plan(FIXTURE_TRIALS)), str(DATAGEN))
+    snapshot = import_harbor(write_plan(tmp_path, plan(TWIN_TRIALS)), str(TWIN_COHORT))
     taken = tmp_path / "taken"
     (taken / "inside").mkdir(parents=True)  # a directory the rename cannot replace
     with pytest.raises(IsADirectoryError):
