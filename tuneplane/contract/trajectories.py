@@ -105,6 +105,9 @@ _METRICS_FIELDS: Final = (*_TOKEN_FIELDS, "cost_usd")
 _TIMESTAMP: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})?"
 )
+#: How an import appends a tool's reported error to the tool message's text (Inspect's
+#: ``ToolCallError``): the trajectory readers find a failed tool call by it.
+TOOL_ERROR_MARK: Final = "[tool error: "
 #: The longest text searched for within one trajectory.
 SEARCH_QUERY_MAX_CHARS: Final = 200
 TIMESTAMP_RULE: Final = (

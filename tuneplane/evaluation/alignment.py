@@ -6,8 +6,9 @@ reasoning, tool name, and each tool call's name and arguments. Token counts, tim
 tool call IDs differ between any two executions and are not compared.
 
 A tool result reads as failed when the producer marks it (``error`` or ``is_error``) or
-its text says so by one of the rules of :func:`failure_rule` (a traceback, an error or
-exception first line, a nonzero exit code, a command not found). It is a reading of the
+its text says so by one of the rules of :func:`failure_rule` (a tool error an import
+appended, a traceback, an error or exception first line, a nonzero exit code, a command
+not found). It is a reading of the
 text, not a verdict: the page says which rule matched.
 """
 
@@ -17,6 +18,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+from tuneplane.contract.trajectories import TOOL_ERROR_MARK
 
 Message = Mapping[str, Any]
 
@@ -67,6 +70,8 @@ def failure_rule(message: Message) -> str | None:
     text = message.get("content")
     if not isinstance(text, str):
         return None
+    if text.startswith(TOOL_ERROR_MARK) or "\n" + TOOL_ERROR_MARK in text:
+        return "tool_error"
     if _TRACEBACK in text:
         return "traceback"
     if _ERROR_LINE.match(text):

@@ -16,6 +16,7 @@ import json
 from typing import Any, Final
 
 from tuneplane.contract.limits import OBSERVATION_STRING_MAX_CHARS
+from tuneplane.contract.trajectories import TOOL_ERROR_MARK
 
 #: How a media or data part is shown in place of its content.
 _NAMED_PARTS: Final = ("image", "audio", "video", "document", "data")
@@ -73,7 +74,7 @@ def _message(message: Any) -> dict[str, Any]:
         if message.function:
             converted["tool_name"] = message.function
         if message.error is not None:
-            error = f"[tool error: {message.error.type}: {message.error.message}]"
+            error = f"{TOOL_ERROR_MARK}{message.error.type}: {message.error.message}]"
             converted["content"] = f"{text}\n{error}" if text else error
     return converted
 

@@ -12,6 +12,7 @@ import * as api from "./api.js";
 /** Why a tool result reads as failed, by the rule the server names. */
 export const FAILURE_RULES = {
   marked: "the producer marked the result as an error",
+  tool_error: "the tool reported an error (appended by the import)",
   traceback: "its text holds a Python traceback",
   error_line: "its text starts with error, exception or fatal",
   exit_code: "its text reports a nonzero exit code",
