@@ -16,6 +16,7 @@ import tuneplane
 from tests.serving import free_port
 from tuneplane.client.settings import RUNNER_SETTINGS, SDK_SETTINGS
 from tuneplane.coordinator.runtime import HARBOR_PYTHON
+from tuneplane.server.serving import FLAGS_VARIABLE
 from tuneplane.server.settings import SETTINGS
 
 DAYS = "must be a finite number of days greater than 0 and at most 3650"
@@ -615,7 +616,10 @@ def test_every_variable_the_package_reads_is_declared_and_tried_with_a_bad_value
     # The evaluation coordinator's interpreter is tried with a bad value in
     # tests/coordinator/test_plan.py (test_a_harbor_python_that_is_no_executable_is_refused).
     coordinator = {HARBOR_PYTHON.name}
+    # Not a setting: tuneplane serve --workers hands its own flags to the processes it starts.
+    internal = {FLAGS_VARIABLE}
     declared = {s.name for s in (*SETTINGS, *SDK_SETTINGS, *RUNNER_SETTINGS)} | coordinator
+    declared |= internal
     assert variables_named_in_the_package() <= declared
     assert {s.name for s in SETTINGS} == {name for name, _, _ in SERVE_CASES}
     assert {s.name for s in SDK_SETTINGS} == {name for name, _, _ in SDK_CASES}
