@@ -7,48 +7,94 @@ import shlex
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.client.runs import PROJECT, Server, runner_env
 from tests.client.world import Fate, proxy
-from tests.importers.cohort import DATAGEN, make_trial, plan, trial_result, write_plan
+from tests.importers.cohort import (
+    DATAGEN,
+    TWIN_COHORT,
+    make_trial,
+    plan,
+    trial_result,
+    write_plan,
+)
 from tests.importers.jobs import body, events, job, rounds, trajectories, trials
 from tests.importers.lm_eval_runs import LMEH, record, results, write_run
-from tests.importers.test_import import FIXTURE_TRIALS
+from tests.importers.test_import import FIXTURE_TRIALS, TWIN_TRIALS
 from tests.shared_fixtures import real_fixture
 from tuneplane.contract.observations import CHECKPOINT_EVENT
 from tuneplane.importers.snapshot import read_snapshot
 
 
-def harbor_script(tmp_path: Path, *extra: str) -> tuple[str, Path]:
-    plan_file = write_plan(tmp_path, plan(FIXTURE_TRIALS))
+@dataclass(frozen=True)
+class Cohort:
+    """Harbor trial directories, the plan's trials, and what arrives of them."""
+
+    root: Path
+    trials: list[dict[str, Any]]
+    statuses: dict[str, str]
+    #: The trials whose text a trace limit of 2 uploads.
+    sampled: list[str]
+
+    @property
+    def events(self) -> int:
+        """The declaration, the checkpoint and each trial's result."""
+        return 2 + len(self.statuses)
+
+
+REAL = Cohort(
+    DATAGEN,
+    FIXTURE_TRIALS,
+    {
+        "draft_dp_96443054-r0": "success",
+        "etl_checkpoint_resume_bug-r0": "failure",
+        "fix-async-worker-queue-r0": "failure",
+    },
+    ["draft_dp_96443054-r0", "etl_checkpoint_resume_bug-r0"],
+)
+TWIN = Cohort(
+    TWIN_COHORT,
+    TWIN_TRIALS,
+    {"csv_dedupe-r0": "success", "log_rotation_race-r0": "failure"},
+    ["csv_dedupe-r0", "log_rotation_race-r0"],
+)
+
+
+def harbor_script(tmp_path: Path, *extra: str, cohort: Cohort = REAL) -> tuple[str, Path]:
+    plan_file = write_plan(tmp_path, plan(cohort.trials))
     out = tmp_path / "snapshot.json"
     command = [
-        "import", "harbor", "--plan", plan_file, "--root", str(DATAGEN),
+        "import", "harbor", "--plan", plan_file, "--root", str(cohort.root),
         "--out", str(out), "--trace-limit", "2", *extra,
     ]  # fmt: skip
     return "$TUNEPLANE " + shlex.join(command), out
 
 
-def assert_the_fixture_round_arrived(server: Server, run: str, out: Path, attempt: int) -> None:
+def assert_the_fixture_round_arrived(
+    server: Server, run: str, out: Path, attempt: int, cohort: Cohort = REAL
+) -> None:
     round_id = read_snapshot(str(out)).round_id
     found = rounds(server, run, attempt)
     assert list(found) == [round_id]
     counts = found[round_id]["counts"]
-    assert found[round_id]["expected"] == 4
-    assert (counts["success"], counts["failure"], counts["reported"]) == (1, 2, 3)
-    assert found[round_id]["not_yet_reported"]["value"] == 1
+    expected, reported = len(cohort.trials), len(cohort.statuses)
+    assert found[round_id]["expected"] == expected
+    successes = list(cohort.statuses.values()).count("success")
+    assert (counts["success"], counts["failure"], counts["reported"]) == (
+        successes,
+        reported - successes,
+        reported,
+    )
+    assert found[round_id]["not_yet_reported"]["value"] == expected - reported
     page = trials(server, run, round_id, attempt)
-    assert {t: page[t]["status"] for t in page} == {
-        "draft_dp_96443054-r0": "success",
-        "etl_checkpoint_resume_bug-r0": "failure",
-        "fix-async-worker-queue-r0": "failure",
-    }
+    assert {t: page[t]["status"] for t in page} == cohort.statuses
     index = trajectories(server, run, round_id, attempt)
-    assert sorted(item["trial_id"] for item in index) == [
-        "draft_dp_96443054-r0",
-        "etl_checkpoint_resume_bug-r0",
-    ]
+    assert sorted(item["trial_id"] for item in index) == cohort.sampled
     for item in index:
         stored = body(server, run, item)
         assert stored["messages"], item
@@ -61,19 +107,22 @@ def assert_the_fixture_round_arrived(server: Server, run: str, out: Path, attemp
     assert [e["fields"]["checkpoint"] for e in checkpoint] == ["org/model@step-100"]
 
 
-@real_fixture
+@pytest.mark.parametrize(
+    "cohort", [pytest.param(REAL, marks=real_fixture, id="real"), pytest.param(TWIN, id="twin")]
+)
 def test_an_import_uploads_inside_tuneplane_run_and_again_adds_nothing(
-    server: Server, tmp_path: Path
+    server: Server, tmp_path: Path, cohort: Cohort
 ) -> None:
     run = f"harbor-upload-{tmp_path.name}"
-    script, out = harbor_script(tmp_path, "--upload")
+    script, out = harbor_script(tmp_path, "--upload", cohort=cohort)
     again = f"$TUNEPLANE import upload {shlex.quote(str(out))}"
     done = job(server, run, f"{script} && {again}")
     assert done.returncode == 0, done.stderr
-    assert_the_fixture_round_arrived(server, run, out, attempt=1)
+    assert_the_fixture_round_arrived(server, run, out, attempt=1, cohort=cohort)
     first, second = [line for line in done.stderr.splitlines() if "delivered:" in line]
-    assert "5 events (5 new, 0 already there), 2 trajectories" in first, first
-    assert "5 events (0 new, 5 already there), 2 trajectories" in second, second
+    n, texts = cohort.events, len(cohort.sampled)
+    assert f"{n} events ({n} new, 0 already there), {texts} trajectories" in first, first
+    assert f"{n} events (0 new, {n} already there), {texts} trajectories" in second, second
 
 
 @real_fixture
