@@ -24,7 +24,7 @@ from tests.importers.cohort import (
     write_plan,
 )
 from tests.importers.jobs import body, events, job, rounds, trajectories, trials
-from tests.importers.lm_eval_runs import LMEH, record, results, write_run
+from tests.importers.lm_eval_runs import LMEH, TWIN_RUN, record, results, write_run
 from tests.importers.test_import import FIXTURE_TRIALS, TWIN_TRIALS
 from tests.shared_fixtures import real_fixture
 from tuneplane.contract.observations import CHECKPOINT_EVENT
@@ -233,8 +233,38 @@ def test_a_superseded_token_fails_the_upload_and_a_new_job_completes_it(
     assert_the_fixture_round_arrived(server, run, out, attempt=3)
 
 
-@real_fixture
-def test_lm_eval_uploads_after_lm_eval_in_the_same_job(server: Server, tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class LmEvalRun:
+    """An lm-eval output directory cut to three documents, and what arrives of it."""
+
+    directory: Path
+    task: dict[str, str]
+    expected: int
+    #: Successes and failures among the three.
+    verdicts: tuple[int, int]
+    #: How its first text begins.
+    question: str
+
+
+LM_EVAL_RUNS = [
+    pytest.param(
+        LmEvalRun(LMEH, {"name": "gsm8k", "version": "3.0"}, 1319, (0, 3), "Question: Jen and"),
+        marks=real_fixture,
+        id="real",
+    ),
+    pytest.param(
+        LmEvalRun(
+            TWIN_RUN, {"name": "arithmetic_2dm", "version": "1.0"}, 2000, (2, 1), "Question: What"
+        ),
+        id="twin",
+    ),
+]
+
+
+@pytest.mark.parametrize("cut", LM_EVAL_RUNS)
+def test_lm_eval_uploads_after_lm_eval_in_the_same_job(
+    server: Server, tmp_path: Path, cut: LmEvalRun
+) -> None:
     run = f"lm-eval-upload-{tmp_path.name}"
     mine = write_run(
         tmp_path / "lm-eval-out" / "org__m",
@@ -244,21 +274,23 @@ def test_lm_eval_uploads_after_lm_eval_in_the_same_job(server: Server, tmp_path:
     first, second = tmp_path / "fixture-snapshots", tmp_path / "arith-snapshots"
     script = " && ".join(
         [
-            f"$TUNEPLANE import lm-eval {shlex.quote(str(LMEH))} --out {first} --upload",
+            f"$TUNEPLANE import lm-eval {shlex.quote(str(cut.directory))} --out {first} --upload",
             f"$TUNEPLANE import lm-eval {shlex.quote(str(mine.parent))} --out {second} --upload",
             f"$TUNEPLANE import upload {first} {second}",
         ]
     )
     done = job(server, run, script)
     assert done.returncode == 0, done.stderr
-    gsm8k = read_snapshot(str(first / "gsm8k.json")).round_id
+    cut_round = read_snapshot(str(first / f"{cut.task['name']}.json")).round_id
     arith = read_snapshot(str(second / "arith.json")).round_id
     found = rounds(server, run)
-    assert sorted(found) == sorted([gsm8k, arith])
-    assert found[gsm8k]["expected"] == 1319
-    assert found[gsm8k]["task"] == {"name": "gsm8k", "version": "3.0"}
-    assert (found[gsm8k]["counts"]["failure"], found[gsm8k]["counts"]["reported"]) == (3, 3)
-    assert found[gsm8k]["not_yet_reported"]["value"] == 1316
+    assert sorted(found) == sorted([cut_round, arith])
+    assert found[cut_round]["expected"] == cut.expected
+    assert found[cut_round]["task"] == cut.task
+    fixture_counts = found[cut_round]["counts"]
+    assert (fixture_counts["success"], fixture_counts["failure"]) == cut.verdicts
+    assert fixture_counts["reported"] == 3
+    assert found[cut_round]["not_yet_reported"]["value"] == cut.expected - 3
     counts = found[arith]["counts"]
     assert (counts["success"], counts["failure"], counts["reported"]) == (67, 133, 200)
     assert found[arith]["scoring_coverage"]["value"] == 1.0
@@ -267,9 +299,9 @@ def test_lm_eval_uploads_after_lm_eval_in_the_same_job(server: Server, tmp_path:
     assert (page["doc-3"]["status"], page["doc-4"]["status"]) == ("success", "failure")
     # 200 documents keep 32 texts; the fixture's three all keep theirs.
     assert len(trajectories(server, run, arith)) == 32
-    (item, *_) = trajectories(server, run, gsm8k)
+    (item, *_) = trajectories(server, run, cut_round)
     stored = body(server, run, item)
-    assert stored["messages"][0]["content"].startswith("Question: Jen and Tyler")
+    assert stored["messages"][0]["content"].startswith(cut.question)
     # The replay of both snapshots added nothing.
     replay = [line for line in done.stderr.splitlines() if "delivered:" in line][2:]
     assert len(replay) == 2
