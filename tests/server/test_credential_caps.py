@@ -31,6 +31,7 @@ PATH_VALUES: Final = {
     "login": "outsider",
     "recipe": "none",
     "job_id": "1",
+    "pair": "none",
 }
 QUERY_VALUES: Final = {
     "runs": "r1",
