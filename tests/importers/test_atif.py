@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from tests.importers.cohort import (
     atif,
     make_trial,
 )
-from tests.shared_fixtures import real_fixture
+from tests.shared_fixtures import TWINS, real_fixture
 from tuneplane.contract.trajectories import parse_trajectory
 from tuneplane.importers.atif import read_conversation
 
@@ -110,16 +111,32 @@ def test_terminus_v1_6_reasoning_and_observations_without_a_call(tmp_path: Path)
     valid(conversation.messages)
 
 
-@real_fixture
-def test_a_continuation_is_joined_without_its_copied_context(tmp_path: Path) -> None:
+def _real_continuation(tmp_path: Path) -> Path:
     base = "terminus_2/hello-world-context-summarization-linear-history.trajectory"
-    directory = golden(tmp_path, f"{base}.json", (f"{base}.cont-1.json", "trajectory.cont-1.json"))
+    return golden(tmp_path, f"{base}.json", (f"{base}.cont-1.json", "trajectory.cont-1.json"))
+
+
+def _twin_continuation(tmp_path: Path) -> Path:
+    return TWINS / "atif" / "continuation"
+
+
+@pytest.mark.parametrize(
+    "trial",
+    [
+        pytest.param(_real_continuation, marks=real_fixture, id="real"),
+        pytest.param(_twin_continuation, id="twin"),
+    ],
+)
+def test_a_continuation_is_joined_without_its_copied_context(
+    tmp_path: Path, trial: Callable[[Path], Path]
+) -> None:
+    directory = trial(tmp_path)
     conversation, problems = read_conversation(directory)
     assert problems == []
     assert conversation is not None
     assert conversation.files == ("agent/trajectory.json", "agent/trajectory.cont-1.json")
-    first = json.loads((GOLDEN / f"{base}.json").read_text())
-    second = json.loads((GOLDEN / f"{base}.cont-1.json").read_text())
+    first = json.loads((directory / "agent" / "trajectory.json").read_text())
+    second = json.loads((directory / "agent" / "trajectory.cont-1.json").read_text())
     fresh = [s for s in second["steps"] if not s.get("is_copied_context")]
     contents = [m["content"] for m in conversation.messages if m["role"] != "tool"]
     assert contents == [s["message"] for s in first["steps"] + fresh]
