@@ -41,7 +41,10 @@ _hasher = PasswordHasher()
 # password does and the timing does not tell which accounts exist. The hash of a random
 # password nobody kept, written out because making it cost every process that imports this
 # module 0.35 s; its parameters are the hasher's (tests/store/test_accounts.py checks).
-DUMMY_HASH: Final = "$argon2id$v=19$m=65536,t=3,p=4$1wRkfC0aX4cwZn8BGzz4lw$LvZ0zMT3LLVA/ipFsMYEC6joQvri+FZK33C4/z/nywo"
+DUMMY_HASH: Final = (
+    "$argon2id$v=19$m=65536,t=3,p=4$1wRkfC0aX4cwZn8BGzz4lw"
+    "$LvZ0zMT3LLVA/ipFsMYEC6joQvri+FZK33C4/z/nywo"
+)
 
 
 @dataclass(frozen=True, slots=True)
