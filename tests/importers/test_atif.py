@@ -295,6 +295,19 @@ def test_the_real_goldens_have_no_unknown_keys(tmp_path: Path) -> None:
         assert conversation.unknown_fields == (), name
 
 
+def test_the_twins_have_no_unknown_keys_and_their_totals_are_the_last_files() -> None:
+    """The twin trajectories (written here, in the goldens' formats): every key is one the
+    reader knows, and the totals are the last file's final metrics (a continuation's are
+    cumulative, more than its own steps hold)."""
+    single, _ = read_conversation(TWIN_COHORT / TWIN_TRIAL)
+    joined, _ = read_conversation(TWINS / "atif" / "continuation")
+    assert single is not None
+    assert joined is not None
+    assert (single.unknown_fields, joined.unknown_fields) == ((), ())
+    assert single.metrics == {"input": 48210, "output": 2210, "cached": 31000}
+    assert joined.metrics == {"input": 1485, "output": 112}
+
+
 @pytest.mark.parametrize("version", ["ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.7", "ATIF-v1.8"])
 def test_every_version_from_1_0_to_1_8_reads(tmp_path: Path, version: str) -> None:
     trial = make_trial(
